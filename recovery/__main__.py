@@ -1,0 +1,5 @@
+import sys
+
+from recovery.cli import main
+
+sys.exit(main())

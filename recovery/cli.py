@@ -1,0 +1,122 @@
+"""``recovery``: the command line of the agentic-recovery stack."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+EPILOG = """examples:
+  recovery tasks --suite libero_object
+  recovery eval --suite libero_object --tasks 0 1 --episodes 5 --workers 2
+  recovery summarize results/libero_object_expert_seed7.jsonl
+"""
+
+
+def _cmd_tasks(args: argparse.Namespace) -> int:
+    from sim.tasks import available_suites, max_steps_for, resolve_tasks
+
+    if not args.suite:
+        print("\n".join(available_suites()))
+        return 0
+    tasks = resolve_tasks(args.suite, None)
+    print(f"{args.suite} (max steps {max_steps_for(args.suite)})")
+    for task in tasks:
+        print(f"  {task.index:3d}  {task.name}")
+    return 0
+
+
+def _default_out(args: argparse.Namespace) -> Path:
+    policy = args.policy.replace(":", "-").replace(".", "-")
+    return Path("results") / f"{args.suite}_{policy}_seed{args.seed}.jsonl"
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from recovery.evaluation.runner import EvalConfig, evaluate
+    from recovery.evaluation.stats import format_table, summarize
+
+    config = EvalConfig(
+        suite=args.suite, tasks=tuple(args.tasks), episodes=args.episodes, policy=args.policy, seed=args.seed,
+        workers=args.workers, out=args.out or _default_out(args), video_dir=args.video, max_steps=args.max_steps,
+        replan_every=args.replan_every, camera_size=args.camera_size, progress=not args.no_progress,
+    )
+    try:
+        records = evaluate(config)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: finished episodes are kept in {config.out}; run the same command to resume",
+              file=sys.stderr)
+        return 130
+    table = format_table(summarize(records))
+    summary_path = config.out.with_suffix(".summary.md")
+    summary_path.write_text(table + "\n")
+    print(table)
+    print(f"\nresults: {config.out}\nsummary: {summary_path}")
+    return 0
+
+
+def _cmd_summarize(args: argparse.Namespace) -> int:
+    from recovery.evaluation.results import ResultsFile
+    from recovery.evaluation.stats import format_table, summarize
+
+    records = [r for path in args.files for r in ResultsFile(path).load()]
+    print(format_table(summarize(records)))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="recovery", description="Agentic recovery for VLA robot manipulation: evaluate, train, deploy.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    tasks = sub.add_parser("tasks", help="list LIBERO suites, or the tasks of one suite")
+    tasks.add_argument("--suite", help="suite to list (default: list the suites)")
+    tasks.set_defaults(func=_cmd_tasks)
+
+    ev = sub.add_parser(
+        "eval", help="standard LIBERO evaluation (resumable)",
+        description="Standard LIBERO protocol: episode i starts from the task's fixed init state i after "
+        "env.seed(SEED); 10 wait steps with the dummy action; then up to the suite's step budget "
+        "(spatial 220, object 280, goal 300, libero_10 520, libero_90 400); success from the environment. "
+        "Each episode is appended to a JSONL file as it ends; rerunning the same command skips finished "
+        "episodes.",
+    )
+    ev.add_argument("--suite", required=True, help="e.g. libero_object, libero_spatial, libero_goal, libero_10, libero_90")
+    ev.add_argument("--tasks", nargs="*", default=[], help="task indices or names (default: all tasks of the suite)")
+    ev.add_argument("--episodes", type=int, default=50, help="episodes per task, init states 0..N-1 (default 50)")
+    ev.add_argument("--policy", default="expert", help="registered policy (expert, zero) or module:Class (default expert)")
+    ev.add_argument("--seed", type=int, default=7, help="environment seed before every reset (default 7)")
+    ev.add_argument("--workers", type=int, default=1, help="parallel simulator processes (default 1)")
+    ev.add_argument("--out", type=Path, help="results JSONL (default results/SUITE_POLICY_seedSEED.jsonl)")
+    ev.add_argument("--video", type=Path, metavar="DIR", help="write one MP4 per episode into DIR (renders cameras)")
+    ev.add_argument("--max-steps", type=int, help="override the suite's standard step budget")
+    ev.add_argument("--replan-every", type=int, default=5, help="actions executed per policy chunk (default 5)")
+    ev.add_argument("--camera-size", type=int, default=256, help="camera resolution when images are needed")
+    ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ev.set_defaults(func=_cmd_eval)
+
+    sm = sub.add_parser("summarize", help="success table (95%% Wilson intervals) of results files")
+    sm.add_argument("files", nargs="+", type=Path)
+    sm.set_defaults(func=_cmd_summarize)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    from recovery.evaluation.runner import TooManyEpisodesError
+    from sim.tasks import UnknownTaskError
+
+    try:
+        return args.func(args)
+    except (UnknownTaskError, TooManyEpisodesError) as exc:
+        print(f"recovery {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Standard LIBERO evaluation: episode loop, results file with resume, statistics, parallel runner."""

@@ -1,0 +1,72 @@
+"""Episode records in a JSONL file: appended as each episode ends, read back to resume."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, order=True)
+class EpisodeSpec:
+    """Identifies an episode; two runs of the same spec are the same experiment."""
+
+    suite: str
+    task: int
+    init: int
+    seed: int
+    policy: str
+
+    def key(self) -> tuple:
+        return tuple(asdict(self).values())
+
+    @classmethod
+    def key_of(cls, record: dict) -> tuple:
+        return tuple(record[name] for name in cls.__dataclass_fields__)
+
+    @property
+    def slug(self) -> str:
+        """File-name-safe and unique per spec (videos, logs)."""
+        policy = "".join(c if c.isalnum() or c in "-_" else "-" for c in self.policy)
+        return f"{self.suite}_t{self.task:02d}_i{self.init:02d}_s{self.seed}_{policy}"
+
+
+class ResultsFile:
+    """Append-only JSONL. A torn last line (a run killed mid-write) is skipped with a warning
+    and the episode simply runs again on resume."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+
+    def load(self) -> list[dict]:
+        if not self.path.exists():
+            return []
+        records = []
+        with self.path.open() as f:
+            for lineno, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    records.append(json.loads(line))
+                except json.JSONDecodeError:
+                    log.warning("%s:%d is not a complete record (interrupted write?); skipped", self.path, lineno)
+        return records
+
+    def done_keys(self) -> set[tuple]:
+        return {EpisodeSpec.key_of(r) for r in self.load()}
+
+    def append(self, record: dict) -> None:
+        """Durable before returning: an interruption right after loses nothing."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a+") as f:
+            if f.tell() > 0:  # finish a torn line so this record starts on its own line
+                f.seek(f.tell() - 1)
+                if f.read(1) != "\n":
+                    f.write("\n")
+            f.write(json.dumps(record, sort_keys=True) + "\n")
+            f.flush()
+            os.fsync(f.fileno())

@@ -1,0 +1,161 @@
+"""Run many episodes, in-process or over worker processes, writing each record as it ends."""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import signal
+import time
+import traceback
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterator
+
+from recovery.evaluation.episode import run_episode
+from recovery.evaluation.results import EpisodeSpec, ResultsFile
+from recovery.evaluation.video import VideoRecorder
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    suite: str
+    tasks: tuple[int | str, ...] = ()  # empty: every task of the suite
+    episodes: int = 50  # per task; episode i uses init state i
+    policy: str = "expert"
+    seed: int = 7
+    workers: int = 1
+    out: Path = Path("results/eval.jsonl")
+    video_dir: Path | None = None
+    max_steps: int | None = None  # None: the suite's standard budget
+    replan_every: int = 5
+    camera_size: int = 256  # used only when the policy or the video needs images
+    progress: bool = True
+
+
+class TooManyEpisodesError(ValueError):
+    """More episodes asked for than a task has init states."""
+
+
+def plan_episodes(config: EvalConfig) -> list[EpisodeSpec]:
+    """Every episode of the evaluation, validated before anything runs."""
+    from sim.tasks import resolve_tasks
+
+    specs = []
+    for task in resolve_tasks(config.suite, list(config.tasks)):
+        available = len(task.init_states())
+        if config.episodes > available:
+            raise TooManyEpisodesError(
+                f"{task.label} ({task.name}) has {available} init states; --episodes {config.episodes} asks for more"
+            )
+        specs += [EpisodeSpec(task.suite, task.index, i, config.seed, config.policy) for i in range(config.episodes)]
+    return specs
+
+
+class EpisodeWorker:
+    """Keeps one backend (and its policy) alive per task and turns any crash into an error record."""
+
+    def __init__(self, config: EvalConfig):
+        self.config = config
+        self._task_key: tuple | None = None
+        self._backend = None
+        self._agent = None
+
+    def run(self, spec: EpisodeSpec) -> dict:
+        from sim.tasks import resolve_task
+
+        task = resolve_task(spec.suite, spec.task)
+        record = {**asdict(spec), "task_name": task.name, "success": False, "steps": 0, "inferences": 0,
+                  "error": None, "recovery": None}
+        start = time.perf_counter()
+        try:
+            backend, agent = self._ensure(spec)
+            start = time.perf_counter()  # the episode itself, not building the simulator
+            subscribers = (VideoRecorder(self.config.video_dir / spec.slug),) if self.config.video_dir else ()
+            max_steps = self.config.max_steps or task.max_steps
+            outcome = run_episode(backend, agent, spec.init, spec.seed, max_steps, subscribers)
+            record.update(success=outcome.success, steps=outcome.steps, inferences=outcome.inferences)
+        except Exception:
+            record["error"] = traceback.format_exc()
+            log.error("episode %s failed:\n%s", spec.slug, record["error"])
+            self.close()  # the simulator may be in any state: build a fresh one next time
+        record["wall_time"] = round(time.perf_counter() - start, 3)
+        return record
+
+    def _ensure(self, spec: EpisodeSpec):
+        from sim.libero_backend import LiberoBackend, LiberoConfig
+        from sim.tasks import resolve_task
+        from vla_wrappers.broker import ChunkBroker
+        from vla_wrappers.registry import make_policy, policy_class
+
+        key = (spec.suite, spec.task, spec.policy)
+        if key != self._task_key:
+            self.close()
+            needs_images = policy_class(spec.policy).needs_images or self.config.video_dir is not None
+            cams = LiberoConfig(camera_size=self.config.camera_size if needs_images else None)
+            self._backend = LiberoBackend(resolve_task(spec.suite, spec.task), cams)
+            self._agent = ChunkBroker(make_policy(spec.policy, self._backend), self.config.replan_every)
+            self._task_key = key
+        return self._backend, self._agent
+
+    def close(self) -> None:
+        if self._agent is not None:
+            self._agent.policy.close()
+        if self._backend is not None:
+            self._backend.close()
+        self._task_key, self._backend, self._agent = None, None, None
+
+
+_worker: EpisodeWorker | None = None
+
+
+def _init_worker(config: EvalConfig) -> None:
+    global _worker
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
+    _worker = EpisodeWorker(config)
+
+
+def _run_in_worker(spec: EpisodeSpec) -> dict:
+    return _worker.run(spec)
+
+
+def _execute(specs: list[EpisodeSpec], config: EvalConfig) -> Iterator[dict]:
+    if config.workers <= 1:
+        worker = EpisodeWorker(config)
+        try:
+            yield from (worker.run(spec) for spec in specs)
+        finally:
+            worker.close()
+        return
+    ctx = multiprocessing.get_context("spawn")  # MuJoCo/EGL state must not be forked
+    pool = ProcessPoolExecutor(config.workers, mp_context=ctx, initializer=_init_worker, initargs=(config,))
+    try:
+        futures = [pool.submit(_run_in_worker, spec) for spec in specs]
+        yield from (f.result() for f in as_completed(futures))
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+        for child in multiprocessing.active_children():
+            child.terminate()
+
+
+def evaluate(config: EvalConfig) -> list[dict]:
+    """Run every planned episode not already in ``config.out``; return all of this plan's records."""
+    from tqdm import tqdm
+
+    specs = plan_episodes(config)
+    store = ResultsFile(config.out)
+    done = store.done_keys()
+    todo = [s for s in specs if s.key() not in done]
+    successes = 0
+    with tqdm(total=len(specs), initial=len(specs) - len(todo), disable=not config.progress,
+              desc=f"{config.suite} {config.policy}", unit="ep") as bar:
+        for record in _execute(todo, config):
+            store.append(record)
+            successes += bool(record["success"])
+            bar.update()
+            bar.set_postfix(new_successes=f"{successes}/{bar.n - bar.initial}")
+    wanted = {s.key() for s in specs}
+    return [r for r in store.load() if EpisodeSpec.key_of(r) in wanted]
+

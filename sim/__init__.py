@@ -1,0 +1,7 @@
+"""LIBERO simulation: task lookup, the LIBERO robot backend, the scripted expert."""
+
+import os
+
+# Headless rendering; must be set before mujoco / robosuite are first imported.
+os.environ.setdefault("MUJOCO_GL", "egl")
+os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])

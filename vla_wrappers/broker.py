@@ -1,0 +1,38 @@
+"""Serve a policy's action chunks one step at a time, re-planning every ``replan_every`` steps."""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from recovery.backend import Observation
+from vla_wrappers.base import Policy
+
+
+class ChunkBroker:
+    """openpi-style: execute the first ``replan_every`` actions of each chunk, then re-plan.
+    ``flush`` drops the in-flight chunk (after a rollback it no longer fits the state)."""
+
+    def __init__(self, policy: Policy, replan_every: int = 5):
+        if replan_every < 1:
+            raise ValueError(f"replan_every must be >= 1, got {replan_every}")
+        self.policy = policy
+        self.replan_every = replan_every
+        self._queue: deque[np.ndarray] = deque()
+        self.inferences = 0
+
+    def reset(self, instruction: str) -> None:
+        self.flush()
+        self.inferences = 0
+        self.policy.reset(instruction)
+
+    def flush(self) -> None:
+        self._queue.clear()
+
+    def act(self, obs: Observation) -> np.ndarray:
+        if not self._queue:
+            chunk = self.policy.infer(obs).actions
+            self._queue.extend(chunk[: self.replan_every])
+            self.inferences += 1
+        return self._queue.popleft()

@@ -1,0 +1,53 @@
+"""Policies by name, for ``recovery eval --policy NAME``.
+
+A name is a registered policy or ``module:Class`` naming your own ``Policy`` subclass. Every
+policy class is constructed as ``Class(backend)``: privileged policies read the backend they drive.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+
+from recovery.backend import GRIPPER_OPEN, Observation, RobotBackend
+from vla_wrappers.base import Policy, PolicyOutput
+
+
+class ZeroPolicy(Policy):
+    """Stands still with the gripper open: the do-nothing baseline (and the benchmark's load)."""
+
+    def __init__(self, backend: RobotBackend | None = None):
+        pass
+
+    def reset(self, instruction: str) -> None:
+        pass
+
+    def infer(self, obs: Observation) -> PolicyOutput:
+        return PolicyOutput(np.array([[0.0] * 6 + [GRIPPER_OPEN]]))
+
+
+# name -> "module:Class", imported on use so that no policy's dependencies load unless chosen
+POLICIES = {
+    "expert": "sim.expert_policy:ExpertPolicy",
+    "zero": "vla_wrappers.registry:ZeroPolicy",
+}
+
+
+def policy_names() -> list[str]:
+    return sorted(POLICIES)
+
+
+def policy_class(name: str) -> type[Policy]:
+    path = POLICIES.get(name, name)
+    module, sep, attr = path.partition(":")
+    if not sep:
+        raise ValueError(f"unknown policy {name!r}; registered: {', '.join(policy_names())} (or module:Class)")
+    cls = getattr(importlib.import_module(module), attr, None)
+    if not (isinstance(cls, type) and issubclass(cls, Policy)):
+        raise ValueError(f"{path!r} is not a Policy subclass")
+    return cls
+
+
+def make_policy(name: str, backend: RobotBackend) -> Policy:
+    return policy_class(name)(backend)
