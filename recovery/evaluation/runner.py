@@ -148,14 +148,14 @@ def evaluate(config: EvalConfig) -> list[dict]:
     store = ResultsFile(config.out)
     done = store.done_keys()
     todo = [s for s in specs if s.key() not in done]
-    successes = 0
+    successes = finished = 0
     with tqdm(total=len(specs), initial=len(specs) - len(todo), disable=not config.progress,
               desc=f"{config.suite} {config.policy}", unit="ep") as bar:
         for record in _execute(todo, config):
             store.append(record)
-            successes += bool(record["success"])
+            successes, finished = successes + bool(record["success"]), finished + 1
             bar.update()
-            bar.set_postfix(new_successes=f"{successes}/{bar.n - bar.initial}")
+            bar.set_postfix(new_successes=f"{successes}/{finished}")
     wanted = {s.key() for s in specs}
     return [r for r in store.load() if EpisodeSpec.key_of(r) in wanted]
 

@@ -1,0 +1,33 @@
+"""Policies that misbehave on purpose, loaded by name (``tests.policies:Class``) like a user's own."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vla_wrappers.base import Policy, PolicyOutput
+
+
+class CrashOnSecondEpisode(Policy):
+    """Raises inside the second episode it plays (a policy bug mid-evaluation)."""
+
+    def __init__(self, backend):
+        self.episodes = 0
+
+    def reset(self, instruction: str) -> None:
+        self.episodes += 1
+
+    def infer(self, obs) -> PolicyOutput:
+        if self.episodes == 2:
+            raise RuntimeError("policy exploded on purpose")
+        return PolicyOutput(np.zeros((1, 7)))
+
+
+class NaNPolicy(Policy):
+    def __init__(self, backend):
+        pass
+
+    def reset(self, instruction: str) -> None:
+        pass
+
+    def infer(self, obs) -> PolicyOutput:
+        return PolicyOutput(np.full((4, 7), np.nan))
