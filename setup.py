@@ -23,6 +23,8 @@ setup(
         "opencv-python-headless==4.14.0.94",
         "h5py==3.16.0",
         "tqdm==4.70.1",
+        "msgpack==1.2.4",
+        "websockets==17.4",
     ],
     extras_require={"test": ["pytest==9.0.3"]},
     entry_points={"console_scripts": ["recovery=recovery.cli:main"]},

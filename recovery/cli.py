@@ -37,7 +37,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from recovery.evaluation.stats import format_table, summarize
 
     config = EvalConfig(
-        suite=args.suite, tasks=tuple(args.tasks), episodes=args.episodes, policy=args.policy, seed=args.seed,
+        suite=args.suite, tasks=tuple(args.tasks), episodes=args.episodes, policy=args.policy,
+        policy_options=args.policy_opt, seed=args.seed,
         workers=args.workers, out=args.out or _default_out(args), video_dir=args.video, max_steps=args.max_steps,
         replan_every=args.replan_every, camera_size=args.camera_size, progress=not args.no_progress,
     )
@@ -52,6 +53,55 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     summary_path.write_text(table + "\n")
     print(table)
     print(f"\nresults: {config.out}\nsummary: {summary_path}")
+    return 0
+
+
+def _cmd_serve_policy(args: argparse.Namespace) -> int:
+    from vla_wrappers.openpi.server import PolicyServer
+    from vla_wrappers.registry import make_policy
+
+    policy = make_policy(args.policy, None, args.policy_opt)
+    server = PolicyServer(policy, metadata={"policy": args.policy}).build(args.host, args.port)
+    print(f"serving {args.policy} on ws://{args.host}:{args.port} (health: http://{args.host}:{args.port}/healthz)",
+          flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+        policy.close()
+    return 0
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+class _KeyValues(argparse.Action):
+    """Collects repeated KEY=VALUE options into a dict."""
+
+    def __call__(self, parser, namespace, value, option_string=None):
+        options = dict(getattr(namespace, self.dest) or {})
+        options[value[0]] = value[1]
+        setattr(namespace, self.dest, options)
+
+
+def _add_policy_args(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument("--policy", default=default,
+                        help=f"registered policy (see `recovery policies`) or module:Class (default {default})")
+    parser.add_argument("--policy-opt", type=_key_value, action=_KeyValues, default={}, metavar="KEY=VALUE",
+                        help="policy setting, repeatable (e.g. openpi: host=10.0.0.2 port=8000 timeout_s=5)")
+
+
+def _cmd_policies(args: argparse.Namespace) -> int:
+    from vla_wrappers.registry import POLICIES
+
+    for name, path in sorted(POLICIES.items()):
+        print(f"{name:10s} {path}")
     return 0
 
 
@@ -87,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--suite", required=True, help="e.g. libero_object, libero_spatial, libero_goal, libero_10, libero_90")
     ev.add_argument("--tasks", nargs="*", default=[], help="task indices or names (default: all tasks of the suite)")
     ev.add_argument("--episodes", type=int, default=50, help="episodes per task, init states 0..N-1 (default 50)")
-    ev.add_argument("--policy", default="expert", help="registered policy (expert, zero) or module:Class (default expert)")
+    _add_policy_args(ev, "expert")
     ev.add_argument("--seed", type=int, default=7, help="environment seed before every reset (default 7)")
     ev.add_argument("--workers", type=int, default=1, help="parallel simulator processes (default 1)")
     ev.add_argument("--out", type=Path, help="results JSONL (default results/SUITE_POLICY_seedSEED.jsonl)")
@@ -97,6 +147,19 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--camera-size", type=int, default=256, help="camera resolution when images are needed")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
     ev.set_defaults(func=_cmd_eval)
+
+    sp = sub.add_parser(
+        "serve-policy", help="serve a policy over the openpi websocket protocol",
+        description="Serve one of our policies to remote clients (e.g. a robot) with the openpi protocol: "
+        "msgpack metadata frame, then msgpack observation -> {'actions': H x 7}. GET /healthz answers OK.",
+    )
+    _add_policy_args(sp, "zero")
+    sp.add_argument("--host", default="0.0.0.0", help="interface to bind (default all)")
+    sp.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
+    sp.set_defaults(func=_cmd_serve_policy)
+
+    pl = sub.add_parser("policies", help="list the registered policies")
+    pl.set_defaults(func=_cmd_policies)
 
     sm = sub.add_parser("summarize", help="success table (95%% Wilson intervals) of results files")
     sm.add_argument("files", nargs="+", type=Path)
@@ -110,10 +173,11 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     from recovery.evaluation.runner import TooManyEpisodesError
     from sim.tasks import UnknownTaskError
+    from vla_wrappers.base import PolicyConfigError
 
     try:
         return args.func(args)
-    except (UnknownTaskError, TooManyEpisodesError) as exc:
+    except (UnknownTaskError, TooManyEpisodesError, PolicyConfigError) as exc:
         print(f"recovery {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -31,3 +31,23 @@ class NaNPolicy(Policy):
 
     def infer(self, obs) -> PolicyOutput:
         return PolicyOutput(np.full((4, 7), np.nan))
+
+
+class CountingSlowPolicy(Policy):
+    """Answers call n with actions filled with n; the first call takes ``FIRST_DELAY_S`` (a slow GPU)."""
+
+    FIRST_DELAY_S = 1.5
+
+    def __init__(self, backend=None):
+        self.calls = 0
+
+    def reset(self, instruction: str) -> None:
+        pass
+
+    def infer(self, obs) -> PolicyOutput:
+        import time
+
+        self.calls += 1
+        if self.calls == 1:
+            time.sleep(self.FIRST_DELAY_S)
+        return PolicyOutput(np.full((3, 7), self.calls / 100.0))

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -13,6 +14,10 @@ from recovery.backend import ACTION_DIM, Observation
 
 class PolicyError(RuntimeError):
     """A policy produced something that must not reach the robot."""
+
+
+class PolicyConfigError(ValueError):
+    """An unknown policy name or a bad policy option (a user error, reported before anything runs)."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +39,13 @@ class Policy(ABC):
 
     needs_images: bool = False
 
+    @classmethod
+    def from_options(cls, backend: Any, options: dict[str, str]) -> "Policy":
+        """Build from ``--policy-opt KEY=VALUE`` strings; policies with settings override this."""
+        if options:
+            raise PolicyConfigError(f"{cls.__name__} takes no options, got {sorted(options)}")
+        return cls(backend)
+
     @abstractmethod
     def reset(self, instruction: str) -> None:
         """Start an episode of the task described by ``instruction``."""
@@ -44,3 +56,27 @@ class Policy(ABC):
 
     def close(self) -> None:
         """Release connections or models."""
+
+
+ConfigT = TypeVar("ConfigT")
+
+
+def config_from_options(config_cls: type[ConfigT], options: dict[str, str]) -> ConfigT:
+    """A dataclass config from KEY=VALUE strings, each converted to its field's default's type."""
+    fields = {f.name: f for f in dataclasses.fields(config_cls)}
+    unknown = sorted(set(options) - set(fields))
+    if unknown:
+        raise PolicyConfigError(f"unknown option(s) {unknown} for {config_cls.__name__}; valid: {sorted(fields)}")
+    values: dict[str, Any] = {}
+    for name, text in options.items():
+        default = fields[name].default
+        if isinstance(default, bool):
+            values[name] = text.lower() in ("1", "true", "yes", "on")
+        elif default is None or isinstance(default, str):
+            values[name] = text
+        else:
+            try:
+                values[name] = type(default)(text)
+            except ValueError as exc:
+                raise PolicyConfigError(f"option {name}={text!r}: expected {type(default).__name__}") from exc
+    return config_cls(**values)

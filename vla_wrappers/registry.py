@@ -11,7 +11,7 @@ import importlib
 import numpy as np
 
 from recovery.backend import GRIPPER_OPEN, Observation, RobotBackend
-from vla_wrappers.base import Policy, PolicyOutput
+from vla_wrappers.base import Policy, PolicyConfigError, PolicyOutput
 
 
 class ZeroPolicy(Policy):
@@ -30,6 +30,7 @@ class ZeroPolicy(Policy):
 # name -> "module:Class", imported on use so that no policy's dependencies load unless chosen
 POLICIES = {
     "expert": "sim.expert_policy:ExpertPolicy",
+    "openpi": "vla_wrappers.openpi.client:OpenPIClientPolicy",
     "zero": "vla_wrappers.registry:ZeroPolicy",
 }
 
@@ -42,12 +43,15 @@ def policy_class(name: str) -> type[Policy]:
     path = POLICIES.get(name, name)
     module, sep, attr = path.partition(":")
     if not sep:
-        raise ValueError(f"unknown policy {name!r}; registered: {', '.join(policy_names())} (or module:Class)")
-    cls = getattr(importlib.import_module(module), attr, None)
+        raise PolicyConfigError(f"unknown policy {name!r}; registered: {', '.join(policy_names())} (or module:Class)")
+    try:
+        cls = getattr(importlib.import_module(module), attr, None)
+    except ImportError as exc:
+        raise PolicyConfigError(f"cannot import policy {path!r}: {exc}") from exc
     if not (isinstance(cls, type) and issubclass(cls, Policy)):
-        raise ValueError(f"{path!r} is not a Policy subclass")
+        raise PolicyConfigError(f"{path!r} is not a Policy subclass")
     return cls
 
 
-def make_policy(name: str, backend: RobotBackend) -> Policy:
-    return policy_class(name)(backend)
+def make_policy(name: str, backend: RobotBackend | None, options: dict[str, str] | None = None) -> Policy:
+    return policy_class(name).from_options(backend, options or {})

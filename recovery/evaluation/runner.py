@@ -8,7 +8,7 @@ import signal
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -25,6 +25,7 @@ class EvalConfig:
     tasks: tuple[int | str, ...] = ()  # empty: every task of the suite
     episodes: int = 50  # per task; episode i uses init state i
     policy: str = "expert"
+    policy_options: dict[str, str] = field(default_factory=dict)  # --policy-opt KEY=VALUE
     seed: int = 7
     workers: int = 1
     out: Path = Path("results/eval.jsonl")
@@ -42,7 +43,9 @@ class TooManyEpisodesError(ValueError):
 def plan_episodes(config: EvalConfig) -> list[EpisodeSpec]:
     """Every episode of the evaluation, validated before anything runs."""
     from sim.tasks import resolve_tasks
+    from vla_wrappers.registry import policy_class
 
+    policy_class(config.policy)  # an unknown policy fails here, not once per episode
     specs = []
     for task in resolve_tasks(config.suite, list(config.tasks)):
         available = len(task.init_states())
@@ -96,7 +99,9 @@ class EpisodeWorker:
             needs_images = policy_class(spec.policy).needs_images or self.config.video_dir is not None
             cams = LiberoConfig(camera_size=self.config.camera_size if needs_images else None)
             self._backend = LiberoBackend(resolve_task(spec.suite, spec.task), cams)
-            self._agent = ChunkBroker(make_policy(spec.policy, self._backend), self.config.replan_every)
+            self._agent = ChunkBroker(
+                make_policy(spec.policy, self._backend, self.config.policy_options), self.config.replan_every
+            )
             self._task_key = key
         return self._backend, self._agent
 

@@ -1,0 +1,163 @@
+"""openpi protocol over real sockets on 127.0.0.1: our client against our server (`serve-policy`)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+from websockets.sync.client import connect
+from websockets.sync.server import serve
+
+from recovery.evaluation.runner import EvalConfig, evaluate
+from vla_wrappers.openpi import msgpack_numpy
+from vla_wrappers.openpi.client import ClientConfig, OpenPIClientPolicy, PolicyServerError
+from vla_wrappers.openpi.wire import resize_with_pad
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_server(policy: str, port: int) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "recovery", "serve-policy", "--policy", policy, "--host", "127.0.0.1",
+         "--port", str(port)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as reply:
+                if reply.status == 200:
+                    return proc
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError(f"server did not start: {proc.communicate()[1]}")
+
+
+@pytest.fixture
+def server():
+    procs = []
+
+    def start(policy: str = "zero", port: int | None = None):
+        port = port or _free_port()
+        procs.append(_start_server(policy, port))
+        return procs[-1], port
+
+    yield start
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+
+
+def _obs() -> dict:
+    rng = np.random.default_rng(0)
+    return {"state": rng.normal(size=8), "agentview_image": rng.integers(0, 255, (256, 256, 3), dtype=np.uint8),
+            "wrist_image": rng.integers(0, 255, (256, 256, 3), dtype=np.uint8)}
+
+
+def _client(port: int, **kw) -> OpenPIClientPolicy:
+    client = OpenPIClientPolicy(config=ClientConfig(port=port, attempts=2, backoff_s=0.1, **{"timeout_s": 5.0, **kw}))
+    client.reset("pick up the alphabet soup and place it in the basket")
+    return client
+
+
+def test_msgpack_numpy_round_trip():
+    value = {"a": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.int64(3), "c": "text", "d": [1, 2.5]}
+    back = msgpack_numpy.unpackb(msgpack_numpy.packb(value))
+    np.testing.assert_array_equal(back["a"], value["a"])
+    assert back["a"].dtype == np.float32 and back["b"] == 3 and back["c"] == "text" and back["d"] == [1, 2.5]
+
+
+def test_resize_with_pad_keeps_aspect():
+    out = resize_with_pad(np.full((100, 200, 3), 255, np.uint8), 224)
+    assert out.shape == (224, 224, 3) and out.dtype == np.uint8
+    assert out[0].max() == 0 and out[112].min() == 255  # black bars above, image in the middle
+
+
+def test_round_trip_and_health(server):
+    _, port = server("zero")
+    client = _client(port)
+    out = client.infer(_obs())
+    assert out.actions.shape == (1, 7) and client.metadata == {"policy": "zero"}
+    client.close()
+
+
+def test_killed_server_mid_episode_then_back(server):
+    proc, port = server("zero")
+    client = _client(port)
+    client.infer(_obs())
+    proc.kill()
+    proc.wait()
+    with pytest.raises(PolicyServerError, match=f"127.0.0.1:{port} unreachable after 2 attempts"):
+        client.infer(_obs())
+    server("zero", port)  # a restarted server: the client reconnects by itself
+    assert client.infer(_obs()).actions.shape == (1, 7)
+    client.close()
+
+
+def test_stale_reply_after_timeout_is_never_used(server):
+    _, port = server("tests.policies:CountingSlowPolicy", )
+    client = _client(port, timeout_s=0.5)
+    with pytest.raises(PolicyServerError, match="did not answer within 0.5 s"):
+        client.infer(_obs())
+    time.sleep(1.5)  # the late reply to call 1 arrives meanwhile, on the dropped connection
+    assert client.infer(_obs()).actions[0, 0] == pytest.approx(0.02)  # call 2's answer, not call 1's
+    client.close()
+
+
+def test_malformed_frame_gets_error_and_close_1011(server):
+    _, port = server("zero")
+    with connect(f"ws://127.0.0.1:{port}") as ws:
+        ws.recv()  # metadata
+        ws.send(b"\xc1 not msgpack")
+        error = ws.recv()
+        assert isinstance(error, str) and "Traceback" in error
+        with pytest.raises(Exception):
+            ws.recv()
+        assert ws.close_code == 1011
+    assert _client(port).infer(_obs()).actions.shape == (1, 7)  # the server survives
+
+
+def test_malformed_reply_is_a_clear_error():
+    port = _free_port()
+
+    def handler(ws):
+        ws.send(msgpack_numpy.packb({}))
+        ws.recv()
+        ws.send(b"\xc1 garbage")
+        time.sleep(0.5)
+
+    with serve(handler, "127.0.0.1", port) as srv:
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        with pytest.raises(PolicyServerError, match="malformed frame"):
+            _client(port).infer(_obs())
+        srv.shutdown()
+
+
+def test_server_down_marks_episodes_as_policy_errors(tmp_path):
+    port = _free_port()
+    records = evaluate(EvalConfig(
+        suite="libero_object", tasks=(0,), episodes=2, policy="openpi", max_steps=5, camera_size=64,
+        policy_options={"port": str(port), "attempts": "2", "backoff_s": "0.05"}, out=tmp_path / "r.jsonl",
+        progress=False))
+    assert len(records) == 2
+    assert all(f"127.0.0.1:{port} unreachable" in r["error"] for r in records)
+
+
+def test_episode_over_the_socket(server, tmp_path):
+    _, port = server("zero")
+    (record,) = evaluate(EvalConfig(
+        suite="libero_object", tasks=(0,), episodes=1, policy="openpi", max_steps=6, camera_size=64,
+        policy_options={"port": str(port)}, out=tmp_path / "r.jsonl", progress=False))
+    assert record["error"] is None and record["steps"] == 6 and record["inferences"] == 6
