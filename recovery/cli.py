@@ -105,6 +105,20 @@ def _cmd_policies(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_collect_demos(args: argparse.Namespace) -> int:
+    from sim.demos import DemoConfig, collect_demos
+
+    counts = collect_demos(DemoConfig(
+        suite=args.suite, tasks=tuple(args.tasks), demos_per_task=args.demos, policy=args.policy, seed=args.seed,
+        from_init_states=args.from_init_states, workers=args.workers, out_dir=args.out, images=args.images,
+        progress=not args.no_progress,
+    ))
+    for name, count in counts.items():
+        print(f"{count:3d} demos  {name}")
+    print(f"written under {args.out / args.suite}")
+    return 0
+
+
 def _cmd_summarize(args: argparse.Namespace) -> int:
     from recovery.evaluation.results import ResultsFile
     from recovery.evaluation.stats import format_table, summarize
@@ -147,6 +161,25 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--camera-size", type=int, default=256, help="camera resolution when images are needed")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
     ev.set_defaults(func=_cmd_eval)
+
+    cd = sub.add_parser(
+        "collect-demos", help="record successful demonstrations (LIBERO-style HDF5, resumable)",
+        description="Run a policy (the scripted expert by default) on N layouts per task and write the "
+        "successful episodes to DIR/SUITE/TASK_NAME.hdf5. Layout k is sampled with seed SEED+k from the "
+        "task's placement regions (never one of the fixed evaluation init states) unless --from-init-states. "
+        "Rerunning resumes.",
+    )
+    cd.add_argument("--suite", required=True)
+    cd.add_argument("--tasks", nargs="*", default=[], help="task indices or names (default: all)")
+    cd.add_argument("--demos", type=int, default=50, help="attempts per task (default 50); failures are dropped")
+    cd.add_argument("--policy", default="expert", help="demonstrator (default expert)")
+    cd.add_argument("--seed", type=int, default=1000, help="seed of layout 0 (default 1000)")
+    cd.add_argument("--from-init-states", action="store_true", help="use the fixed init states 0..N-1 instead")
+    cd.add_argument("--workers", type=int, default=1)
+    cd.add_argument("--out", type=Path, default=Path("demos"), help="output directory (default demos/)")
+    cd.add_argument("--images", action="store_true", help="also record both camera images (slow)")
+    cd.add_argument("--no-progress", action="store_true")
+    cd.set_defaults(func=_cmd_collect_demos)
 
     sp = sub.add_parser(
         "serve-policy", help="serve a policy over the openpi websocket protocol",

@@ -95,17 +95,20 @@ class LiberoBackend(RobotBackend):
         ``robots`` are rebuilt on every reset: never cache them across one."""
         return self._env.env
 
-    def reset(self, init_index: int, seed: int) -> Observation:
-        """Seeded reset into the task's fixed init state ``init_index`` (deterministic)."""
-        if not 0 <= init_index < len(self._init_states):
+    def reset(self, init_index: int | None, seed: int) -> Observation:
+        """Seeded, deterministic reset into the task's fixed init state ``init_index``, or, with
+        ``None``, into a layout sampled from the task's placement regions with ``seed`` (same
+        distribution as the init states, but never one of them: for training data)."""
+        if init_index is not None and not 0 <= init_index < len(self._init_states):
             raise InitStateError(
                 f"{self.task.label} has {len(self._init_states)} init states; index {init_index} is out of range"
             )
         self._env.seed(seed)
-        self._env.reset()
+        raw = self._env.reset()
         self.raw.robots[0].gripper.current_action = np.zeros(1)  # a soft reset keeps the old command
         self._robot_geoms = self._robot_geom_mask()
-        raw = self._env.set_init_state(self._init_states[init_index])
+        if init_index is not None:
+            raw = self._env.set_init_state(self._init_states[init_index])
         self._obs = self._convert(raw)
         return self._obs
 
@@ -122,6 +125,10 @@ class LiberoBackend(RobotBackend):
         raw, _, done, _ = self._env.step(act)
         self._obs = self._convert(raw)
         return StepResult(self._obs, bool(done))
+
+    def flat_state(self) -> np.ndarray:
+        """LIBERO's own state vector ``[time, qpos, qvel]`` (what its demos and init states hold)."""
+        return self.raw.sim.get_state().flatten().copy()
 
     def success(self) -> bool:
         return bool(self._env.check_success())

@@ -19,12 +19,14 @@ class EpisodeBackend(Protocol):
 
     instruction: str
 
-    def reset(self, init_index: int, seed: int) -> Observation: ...
+    def reset(self, init_index: int | None, seed: int) -> Observation: ...
 
     def step(self, action: np.ndarray): ...
 
 
 class Subscriber(Protocol):
+    """Side concerns (video, demonstrations). Start sees the observation the policy first acts on."""
+
     def on_episode_start(self, obs: Observation) -> None: ...
 
     def on_step(self, obs: Observation, action: np.ndarray) -> None: ...
@@ -41,16 +43,17 @@ class EpisodeOutcome:
 
 
 def run_episode(
-    backend: EpisodeBackend, agent: ChunkBroker, init_index: int, seed: int, max_steps: int,
+    backend: EpisodeBackend, agent: ChunkBroker, init_index: int | None, seed: int, max_steps: int,
     subscribers: tuple[Subscriber, ...] = (),
 ) -> EpisodeOutcome:
-    """Reset, wait, then act until success or ``max_steps`` policy steps."""
-    obs = backend.reset(init_index, seed)
+    """Reset (``init_index`` None: a layout sampled with ``seed``), wait, then act until success or
+    ``max_steps`` policy steps."""
+    backend.reset(init_index, seed)
     agent.reset(backend.instruction)
-    for sub in subscribers:
-        sub.on_episode_start(obs)
     for _ in range(NUM_WAIT_STEPS):
         obs = backend.step(WAIT_ACTION).observation
+    for sub in subscribers:
+        sub.on_episode_start(obs)
     success, steps = False, 0
     while not success and steps < max_steps:
         action = agent.act(obs)

@@ -11,13 +11,16 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 
+SAMPLED_LAYOUT = -1
+
+
 @dataclass(frozen=True, order=True)
 class EpisodeSpec:
     """Identifies an episode; two runs of the same spec are the same experiment."""
 
     suite: str
     task: int
-    init: int
+    init: int  # fixed init state index; SAMPLED_LAYOUT: a layout sampled with ``seed``
     seed: int
     policy: str
 
@@ -29,10 +32,15 @@ class EpisodeSpec:
         return tuple(record[name] for name in cls.__dataclass_fields__)
 
     @property
+    def init_index(self) -> int | None:
+        return None if self.init == SAMPLED_LAYOUT else self.init
+
+    @property
     def slug(self) -> str:
         """File-name-safe and unique per spec (videos, logs)."""
         policy = "".join(c if c.isalnum() or c in "-_" else "-" for c in self.policy)
-        return f"{self.suite}_t{self.task:02d}_i{self.init:02d}_s{self.seed}_{policy}"
+        layout = "sampled" if self.init == SAMPLED_LAYOUT else f"i{self.init:02d}"
+        return f"{self.suite}_t{self.task:02d}_{layout}_s{self.seed}_{policy}"
 
 
 class ResultsFile:

@@ -10,10 +10,11 @@ import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from recovery.evaluation.episode import run_episode
-from recovery.evaluation.results import EpisodeSpec, ResultsFile
+from recovery.evaluation.results import SAMPLED_LAYOUT, EpisodeSpec, ResultsFile
+from recovery.evaluation.trajectory import TrajectoryRecorder
 from recovery.evaluation.video import VideoRecorder
 
 log = logging.getLogger(__name__)
@@ -24,6 +25,7 @@ class EvalConfig:
     suite: str
     tasks: tuple[int | str, ...] = ()  # empty: every task of the suite
     episodes: int = 50  # per task; episode i uses init state i
+    sampled_layouts: bool = False  # episode i: a layout sampled with seed + i instead (training data)
     policy: str = "expert"
     policy_options: dict[str, str] = field(default_factory=dict)  # --policy-opt KEY=VALUE
     seed: int = 7
@@ -32,7 +34,9 @@ class EvalConfig:
     video_dir: Path | None = None
     max_steps: int | None = None  # None: the suite's standard budget
     replan_every: int = 5
-    camera_size: int = 256  # used only when the policy or the video needs images
+    camera_size: int = 256  # used only when the policy, the video or the recording needs images
+    record_trajectories: bool = False  # attach each episode's arrays to its record as "trajectory"
+    record_images: bool = False
     progress: bool = True
 
 
@@ -48,6 +52,10 @@ def plan_episodes(config: EvalConfig) -> list[EpisodeSpec]:
     policy_class(config.policy)  # an unknown policy fails here, not once per episode
     specs = []
     for task in resolve_tasks(config.suite, list(config.tasks)):
+        if config.sampled_layouts:
+            specs += [EpisodeSpec(task.suite, task.index, SAMPLED_LAYOUT, config.seed + i, config.policy)
+                      for i in range(config.episodes)]
+            continue
         available = len(task.init_states())
         if config.episodes > available:
             raise TooManyEpisodesError(
@@ -76,10 +84,14 @@ class EpisodeWorker:
         try:
             backend, agent = self._ensure(spec)
             start = time.perf_counter()  # the episode itself, not building the simulator
-            subscribers = (VideoRecorder(self.config.video_dir / spec.slug),) if self.config.video_dir else ()
+            subscribers = [VideoRecorder(self.config.video_dir / spec.slug)] if self.config.video_dir else []
+            recorder = TrajectoryRecorder(backend.flat_state) if self.config.record_trajectories else None
+            subscribers += [recorder] if recorder else []
             max_steps = self.config.max_steps or task.max_steps
-            outcome = run_episode(backend, agent, spec.init, spec.seed, max_steps, subscribers)
+            outcome = run_episode(backend, agent, spec.init_index, spec.seed, max_steps, tuple(subscribers))
             record.update(success=outcome.success, steps=outcome.steps, inferences=outcome.inferences)
+            if recorder:
+                record["trajectory"] = recorder.arrays()
         except Exception:
             record["error"] = traceback.format_exc()
             log.error("episode %s failed:\n%s", spec.slug, record["error"])
@@ -96,7 +108,8 @@ class EpisodeWorker:
         key = (spec.suite, spec.task, spec.policy)
         if key != self._task_key:
             self.close()
-            needs_images = policy_class(spec.policy).needs_images or self.config.video_dir is not None
+            needs_images = (policy_class(spec.policy).needs_images or self.config.video_dir is not None
+                            or self.config.record_images)
             cams = LiberoConfig(camera_size=self.config.camera_size if needs_images else None)
             self._backend = LiberoBackend(resolve_task(spec.suite, spec.task), cams)
             self._agent = ChunkBroker(
@@ -145,8 +158,9 @@ def _execute(specs: list[EpisodeSpec], config: EvalConfig) -> Iterator[dict]:
             child.terminate()
 
 
-def evaluate(config: EvalConfig) -> list[dict]:
-    """Run every planned episode not already in ``config.out``; return all of this plan's records."""
+def evaluate(config: EvalConfig, on_record: Callable[[dict], None] | None = None) -> list[dict]:
+    """Run every planned episode not already in ``config.out``; return all of this plan's records.
+    ``on_record`` sees each new record (with its trajectory, if recorded) before it is saved."""
     from tqdm import tqdm
 
     specs = plan_episodes(config)
@@ -157,6 +171,9 @@ def evaluate(config: EvalConfig) -> list[dict]:
     with tqdm(total=len(specs), initial=len(specs) - len(todo), disable=not config.progress,
               desc=f"{config.suite} {config.policy}", unit="ep") as bar:
         for record in _execute(todo, config):
+            if on_record:
+                on_record(record)
+            record.pop("trajectory", None)
             store.append(record)
             successes, finished = successes + bool(record["success"]), finished + 1
             bar.update()
