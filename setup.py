@@ -26,6 +26,12 @@ setup(
         "msgpack==1.2.4",
         "websockets==17.4",
     ],
-    extras_require={"test": ["pytest==9.0.3"]},
+    extras_require={
+        # OpenVLA loads through AutoModelForVision2Seq, which transformers 5.x removed. The real
+        # checkpoints' remote code also imports timm 0.9.x (and torchvision): install those
+        # from the same index as your torch build.
+        "openvla": ["transformers==4.57.6"],
+        "test": ["pytest==9.0.3", "transformers==4.57.6"],  # runs the OpenVLA tests on a tiny double
+    },
     entry_points={"console_scripts": ["recovery=recovery.cli:main"]},
 )

@@ -87,6 +87,11 @@ class RobotBackend(ABC):
 
     supports_snapshot: bool = False
 
+    @property
+    def unwrapped(self) -> "RobotBackend":
+        """The innermost backend under any wrappers (as in Gymnasium)."""
+        return self
+
     @abstractmethod
     def observe(self) -> Observation:
         """The latest observation (see the backend's docs for its keys)."""

@@ -29,7 +29,20 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
 
 def _default_out(args: argparse.Namespace) -> Path:
     policy = args.policy.replace(":", "-").replace(".", "-")
-    return Path("results") / f"{args.suite}_{policy}_seed{args.seed}.jsonl"
+    variant = f"_{args.selector}-{args.rollback}" if args.selector else ""
+    variant += f"_{args.disturbance}" if args.disturbance != "none" else ""
+    return Path("results") / f"{args.suite}_{policy}{variant}_seed{args.seed}.jsonl"
+
+
+def _recovery_options(args: argparse.Namespace, keep_trace: bool = False):
+    from recovery.evaluation.assembly import RecoveryOptions
+    from recovery.supervisor import SupervisorConfig
+
+    if not args.selector:
+        return None
+    return RecoveryOptions(selector=args.selector, rollback=args.rollback, references=args.references,
+                           critic=args.critic,
+                           supervisor=SupervisorConfig(max_rollbacks=args.max_rollbacks, keep_trace=keep_trace))
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -38,7 +51,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
     config = EvalConfig(
         suite=args.suite, tasks=tuple(args.tasks), episodes=args.episodes, policy=args.policy,
-        policy_options=args.policy_opt, seed=args.seed,
+        policy_options=args.policy_opt, seed=args.seed, disturbance=args.disturbance, recovery=_recovery_options(args),
         workers=args.workers, out=args.out or _default_out(args), video_dir=args.video, max_steps=args.max_steps,
         replan_every=args.replan_every, camera_size=args.camera_size, progress=not args.no_progress,
     )
@@ -119,6 +132,83 @@ def _cmd_collect_demos(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_train_policy(args: argparse.Namespace) -> int:
+    from vla_wrappers.embedded.model import NetConfig
+    from vla_wrappers.embedded.train import TrainConfig, train
+
+    out = args.out or Path("checkpoints") / f"embedded_{args.suite}.pt"
+    checkpoint = train(TrainConfig(
+        suite=args.suite, demos_dir=args.demos, out=out, epochs=args.epochs, seed=args.seed, device=args.device,
+        net=NetConfig(horizon=args.horizon, hidden=args.hidden), progress=not args.no_progress,
+    ))
+    t = checkpoint.training
+    print(f"{out}: {t['train_demos']} train / {t['val_demos']} val demos, {t['samples']} samples, "
+          f"{t['epochs']} epochs in {t['minutes']} min on {t['device']}; final {t['final']}")
+    print(f"evaluate: recovery eval --suite {args.suite} --policy embedded --policy-opt checkpoint={out}")
+    return 0
+
+
+def _cmd_build_references(args: argparse.Namespace) -> int:
+    from critics.references import build_references
+
+    counts = build_references(args.demos, args.suite, args.references)
+    for name, count in counts.items():
+        print(f"{count:3d} references  {name}")
+    print(f"written under {args.references / args.suite}")
+    return 0 if all(counts.values()) else 1
+
+
+def _cmd_train_critic(args: argparse.Namespace) -> int:
+    import json
+
+    from critics.training import CriticTrainConfig, train_critic
+
+    out = args.out or Path("critics") / "checkpoints" / f"{args.suite}.pt"
+    _, report = train_critic(CriticTrainConfig(
+        suite=args.suite, policy=args.policy, episodes_per_task=args.episodes, seed=args.seed,
+        workers=args.workers, data_dir=args.data, out=out, progress=not args.no_progress,
+    ))
+    print(json.dumps(report, indent=2))
+    print(f"critic: {out}\nreport: {out.with_suffix('.report.json')}")
+    return 0
+
+
+def _cmd_plot_episode(args: argparse.Namespace) -> int:
+    from recovery.evaluation.plot import plot_episode
+    from recovery.evaluation.results import EpisodeSpec
+    from recovery.evaluation.runner import EvalConfig, EpisodeWorker
+    from sim.tasks import resolve_task
+
+    task = resolve_task(args.suite, args.tasks[0] if args.tasks else 0)
+    config = EvalConfig(suite=args.suite, policy=args.policy, policy_options=args.policy_opt,
+                        disturbance=args.disturbance, recovery=_recovery_options(args, keep_trace=True))
+    spec = EpisodeSpec(task.suite, task.index, args.init, args.seed, args.policy, selector=args.selector,
+                       disturbance=args.disturbance, rollback=args.rollback)
+    worker = EpisodeWorker(config)
+    record = worker.run(spec)
+    worker.close()
+    if record["error"]:
+        print(record["error"], file=sys.stderr)
+        return 1
+    print(f"{'success' if record['success'] else 'failure'} in {record['steps']} steps; recovery: "
+          f"{ {k: v for k, v in record['recovery'].items() if k != 'trace'} }")
+    print(f"plot: {plot_episode(record, args.out)}")
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from recovery.evaluation.results import ResultsFile
+    from recovery.evaluation.stats import comparison_table
+
+    records = [r for path in args.files for r in ResultsFile(path).load()]
+    table = comparison_table(records)
+    print(table)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(table + "\n")
+    return 0
+
+
 def _cmd_summarize(args: argparse.Namespace) -> int:
     from recovery.evaluation.results import ResultsFile
     from recovery.evaluation.stats import format_table, summarize
@@ -160,6 +250,18 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--replan-every", type=int, default=5, help="actions executed per policy chunk (default 5)")
     ev.add_argument("--camera-size", type=int, default=256, help="camera resolution when images are needed")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    rec = ev.add_argument_group("recovery (the supervisor; off unless --selector is given)")
+    rec.add_argument("--selector", choices=["none", "rule"], help="mode selector; 'none' = supervisor that never "
+                     "intervenes (the baseline with identical bookkeeping)")
+    rec.add_argument("--rollback", choices=["physical", "snapshot"], default="physical",
+                     help="physical: drive the arm back (what a real arm can do, default); snapshot: restore the "
+                     "simulator (simulation-only upper bound)")
+    rec.add_argument("--references", type=Path, default=Path("references"),
+                     help="reference trajectories for the global quality metric (recovery build-references)")
+    rec.add_argument("--critic", type=Path, help="value critic (default: the shipped one for the suite, if any)")
+    rec.add_argument("--max-rollbacks", type=int, default=3, help="recovery budget per episode (default 3)")
+    ev.add_argument("--disturbance", default="none",
+                    help="none, action_noise (5-step burst, magnitude 3.0), object_push, gripper_open, obs_noise")
     ev.set_defaults(func=_cmd_eval)
 
     cd = sub.add_parser(
@@ -181,6 +283,44 @@ def build_parser() -> argparse.ArgumentParser:
     cd.add_argument("--no-progress", action="store_true")
     cd.set_defaults(func=_cmd_collect_demos)
 
+    tp = sub.add_parser(
+        "train-policy", help="train the embedded policy by behaviour cloning on demonstrations",
+        description="Behaviour cloning of action chunks (state + privileged object poses + task one-hot -> "
+        "H x 7 actions) from the HDF5 demonstrations of `recovery collect-demos`. CPU in minutes.",
+    )
+    tp.add_argument("--suite", required=True)
+    tp.add_argument("--demos", type=Path, default=Path("demos"), help="demonstrations directory (default demos/)")
+    tp.add_argument("--out", type=Path, help="checkpoint path (default checkpoints/embedded_SUITE.pt)")
+    tp.add_argument("--epochs", type=int, default=60)
+    tp.add_argument("--horizon", type=int, default=8, help="actions per predicted chunk (default 8)")
+    tp.add_argument("--hidden", type=int, default=512, help="MLP width (default 512)")
+    tp.add_argument("--seed", type=int, default=0)
+    tp.add_argument("--device", default="auto", help="cpu, cuda or auto (default auto: CUDA if present)")
+    tp.add_argument("--no-progress", action="store_true")
+    tp.set_defaults(func=_cmd_train_policy)
+
+    br = sub.add_parser("build-references", help="reference trajectories for the global quality metric",
+                        description="Take the successful demonstrations of `recovery collect-demos` (eef position + "
+                        "fingers per step) as the reference trajectories of each task.")
+    br.add_argument("--suite", required=True)
+    br.add_argument("--demos", type=Path, default=Path("demos"))
+    br.add_argument("--references", type=Path, default=Path("references"), help="output directory")
+    br.set_defaults(func=_cmd_build_references)
+
+    tc = sub.add_parser("train-critic", help="train the value critic and risk head from base-policy rollouts",
+                        description="Roll the base policy out on sampled layouts (half under action noise), train "
+                        "V(s) on discounted outcomes and the temporal value-risk head on V's traces, and report "
+                        "failure prediction (AUROC, lead time) on held-out episodes.")
+    tc.add_argument("--suite", required=True)
+    tc.add_argument("--policy", default="embedded")
+    tc.add_argument("--episodes", type=int, default=20, help="rollouts per task and condition (default 20)")
+    tc.add_argument("--seed", type=int, default=2000)
+    tc.add_argument("--workers", type=int, default=1)
+    tc.add_argument("--data", type=Path, default=Path("critic_data"), help="rollout store (resumable)")
+    tc.add_argument("--out", type=Path, help="critic checkpoint (default critics/checkpoints/SUITE.pt)")
+    tc.add_argument("--no-progress", action="store_true")
+    tc.set_defaults(func=_cmd_train_critic)
+
     sp = sub.add_parser(
         "serve-policy", help="serve a policy over the openpi websocket protocol",
         description="Serve one of our policies to remote clients (e.g. a robot) with the openpi protocol: "
@@ -194,6 +334,28 @@ def build_parser() -> argparse.ArgumentParser:
     pl = sub.add_parser("policies", help="list the registered policies")
     pl.set_defaults(func=_cmd_policies)
 
+    pe = sub.add_parser("plot-episode", help="run one supervised episode and plot its quality/value/risk traces")
+    pe.add_argument("--suite", required=True)
+    pe.add_argument("--tasks", nargs="*", default=[], help="the task (index or name; default 0)")
+    pe.add_argument("--init", type=int, default=0, help="init state index (default 0)")
+    pe.add_argument("--seed", type=int, default=7)
+    _add_policy_args(pe, "embedded")
+    pe.add_argument("--selector", choices=["none", "rule"], default="rule")
+    pe.add_argument("--rollback", choices=["physical", "snapshot"], default="physical")
+    pe.add_argument("--disturbance", default="action_noise")
+    pe.add_argument("--references", type=Path, default=Path("references"))
+    pe.add_argument("--critic", type=Path)
+    pe.add_argument("--max-rollbacks", type=int, default=3)
+    pe.add_argument("--out", type=Path, default=Path("results/episode_trace.png"))
+    pe.set_defaults(func=_cmd_plot_episode)
+
+    cp = sub.add_parser("compare", help="side-by-side success table of several evaluations",
+                        description="One column per variant (policy, selector/rollback, disturbance); only episodes "
+                        "present in every variant (same task, init state and seed) are compared. 'rb' = rollbacks.")
+    cp.add_argument("files", nargs="+", type=Path)
+    cp.add_argument("--out", type=Path, help="also write the table (Markdown) here")
+    cp.set_defaults(func=_cmd_compare)
+
     sm = sub.add_parser("summarize", help="success table (95%% Wilson intervals) of results files")
     sm.add_argument("files", nargs="+", type=Path)
     sm.set_defaults(func=_cmd_summarize)
@@ -204,13 +366,16 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    from recovery.evaluation.runner import TooManyEpisodesError
+    from critics.references import MissingReferencesError
+    from recovery.evaluation.runner import TooManyEpisodesError, UnknownSelectorError
+    from sim.disturbances import UnknownDisturbanceError
     from sim.tasks import UnknownTaskError
     from vla_wrappers.base import PolicyConfigError
 
     try:
         return args.func(args)
-    except (UnknownTaskError, TooManyEpisodesError, PolicyConfigError) as exc:
+    except (UnknownTaskError, TooManyEpisodesError, PolicyConfigError, MissingReferencesError,
+            UnknownDisturbanceError, UnknownSelectorError) as exc:
         print(f"recovery {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

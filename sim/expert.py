@@ -37,7 +37,13 @@ FINGER_CLEARANCE = 0.012  # grip point at least this high above the support (fin
 HOVER = 0.08  # pre-grasp height above the object's top
 LIFT_CHECK = 0.02  # an object that rose less than this was not grasped
 CARRY_MARGIN = 0.04  # carried object's bottom clears obstacles by this much
+HAND_MARGIN = 0.07  # empty hand's grip point clears obstacles by this much (fingertips hang below)
 ATTEMPTS = 3
+# Panda hand in the grip-site frame (x closing, z down), measured from its collision geoms:
+# (half extent in x, y), z range, weight. The palm is 20 cm wide along the closing axis; the
+# last box covers the path the palm sweeps on its vertical approach.
+HAND_VOLUME = ((np.array([0.05, 0.012]), -0.05, 0.015, 2.0), (np.array([0.105, 0.035]), -0.125, -0.025, 1.0),
+               (np.array([0.105, 0.035]), -0.30, -0.125, 0.5))
 
 Actions = Generator[np.ndarray, None, bool]
 
@@ -153,19 +159,17 @@ class ScriptedExpert:
 
     def _move(self, pos: np.ndarray, rot: np.ndarray, gripper: float, max_steps: int = 80,
               tol: float = 0.006, rot_tol: float = 0.05) -> Actions:
-        """Servo to a pose; True once within tolerance, False if it stalls or times out."""
-        stalled, prev = 0, None
+        """Servo to a pose; True once within tolerance, False on timeout or when blocked (the
+        error stopped shrinking for 10 steps: pushing on longer only wastes the step budget)."""
+        history: list[float] = []
         for _ in range(max_steps):
             cur, cur_rot = self._pose()
-            if np.linalg.norm(pos - cur) < tol and np.linalg.norm(rotation_error(cur_rot, rot)) < rot_tol:
+            err = float(np.linalg.norm(pos - cur))
+            if err < tol and np.linalg.norm(rotation_error(cur_rot, rot)) < rot_tol:
                 return True
-            if prev is not None and np.linalg.norm(cur - prev) < 5e-4:
-                stalled += 1
-                if stalled >= 8:
-                    return False
-            else:
-                stalled = 0
-            prev = cur.copy()
+            history.append(err)
+            if len(history) > 10 and min(history[-10:]) > min(history[:-10]) - 0.0015:
+                return False
             yield servo_action(cur, cur_rot, pos, rot, gripper, self.gains)
         return False
 
@@ -203,17 +207,24 @@ class ScriptedExpert:
         return self._rim_grasp(obj, pts, cur_rot)
 
     def _rim_grasp(self, obj: str, pts: np.ndarray, cur_rot: np.ndarray) -> Grasp:
-        """Pinch the wall of a wide object where the hand has the most room around it."""
-        lo, hi = pts.min(axis=0), pts.max(axis=0)
-        centre = (lo + hi) / 2
+        """Pinch the wall of a wide object where the hand has room, preferring little wrist
+        rotation. The local rim height is used, so tilted bowls are pinched at their real rim."""
+        centre = (pts.min(axis=0) + pts.max(axis=0)) / 2
         obstacles = self._obstacle_points({obj})
         best, best_score = None, -np.inf
         for angle in np.linspace(0, 2 * np.pi, 8, endpoint=False):
             d = np.array([np.cos(angle), np.sin(angle), 0.0])
-            radius = (pts[:, :2] - centre[:2]) @ d[:2]
-            grip = np.r_[centre[:2] + d[:2] * (radius.max() - RIM_INSET), hi[2] - 0.02]
+            rel = pts[:, :2] - centre[:2]
+            radial, lateral = rel @ d[:2], np.abs(rel @ [-d[1], d[0]])
+            band = lateral < 0.015
+            if not band.any():
+                continue
+            outer = radial[band].max()
+            rim_top = pts[band & (radial > outer - 0.025), 2].max()
+            grip = np.r_[centre[:2] + d[:2] * (outer - RIM_INSET), rim_top - 0.02]
             rot = self._closest(down_rotation(d), cur_rot)
-            score = self._clearance(grip, rot, obstacles) - 0.02 * (grip[0] > centre[0])  # far side reaches worse
+            turn = np.linalg.norm(rotation_error(cur_rot, rot))
+            score = self._clearance(grip, rot, obstacles) - 0.01 * turn
             if score > best_score:
                 best, best_score = Grasp(grip, rot), score
         return best
@@ -224,16 +235,18 @@ class ScriptedExpert:
 
     @staticmethod
     def _clearance(grip: np.ndarray, rot: np.ndarray, obstacles: np.ndarray) -> float:
-        """Distance from the hand's footprint (a box around the fingers and palm, above the grip
-        point) to the nearest obstacle point; large is good."""
-        if len(obstacles) == 0:
-            return 1.0
+        """Weighted room around the hand's parts (fingers, palm, the wrist's approach path above
+        it): horizontal distance to the nearest obstacle point, capped at 3 cm; large is good."""
         local = (obstacles - grip) @ rot  # grip-site frame: x closing, z pointing down
-        half = np.array([0.06, 0.025])
-        outside = np.maximum(np.abs(local[:, :2]) - half, 0.0)
-        above = (local[:, 2] < 0.02) & (local[:, 2] > -0.2)
-        dist = np.linalg.norm(outside, axis=1)
-        return float(dist[above].min()) if above.any() else 1.0
+        score = 0.0
+        for half, z_lo, z_hi, weight in HAND_VOLUME:
+            near = (local[:, 2] > z_lo) & (local[:, 2] < z_hi)
+            dist = 0.03
+            if near.any():
+                outside = np.maximum(np.abs(local[near, :2]) - half, 0.0)
+                dist = min(dist, float(np.linalg.norm(outside, axis=1).min()))
+            score += weight * dist
+        return score
 
     @staticmethod
     def _closest(rot: np.ndarray, cur_rot: np.ndarray) -> np.ndarray:
@@ -247,8 +260,10 @@ class ScriptedExpert:
         grasp = self._plan_grasp(obj)
         top = scene.entity_box(self.env, obj).hi[2]
         start_z = scene.body_pos(self.env, obj)[2]
+        cur, _ = self._pose()
+        hover = max(top + HOVER, self._corridor_top(obj, cur[:2], grasp.pos[:2]) + HAND_MARGIN)
         yield from self._gripper(OPEN, 4)
-        yield from self._travel(np.r_[grasp.pos[:2], top + HOVER], grasp.rot, OPEN, top + HOVER)
+        yield from self._travel(np.r_[grasp.pos[:2], hover], grasp.rot, OPEN, hover)
         yield from self._move(grasp.pos, grasp.rot, OPEN, max_steps=50, tol=0.004)
         yield from self._gripper(CLOSE, 10)
         cur, rot = self._pose()
@@ -263,7 +278,7 @@ class ScriptedExpert:
         offset = scene.body_pos(self.env, obj) - grip  # object origin relative to the grip point
         hang = grip[2] - scene.entity_box(self.env, obj).lo[2]  # how far the load hangs below
         goal_xy, bottom_z = self._place_target(obj, target, pred)
-        carry = self._carry_height(obj, grip, goal_xy) + hang
+        carry = self._corridor_top(obj, grip[:2], goal_xy) + CARRY_MARGIN + hang
         place = np.r_[goal_xy - offset[:2], bottom_z + hang]
         yield from self._travel(place, rot, CLOSE, carry)
         yield from self._gripper(OPEN, 8)
@@ -290,15 +305,16 @@ class ScriptedExpert:
         near = np.linalg.norm(pts[:, :2] - xy, axis=1) < 0.03
         return float(pts[near, 2].max()) if near.any() else float(pts[:, 2].min())
 
-    def _carry_height(self, obj: str, start: np.ndarray, goal_xy: np.ndarray) -> float:
-        """Height for the load's bottom: above everything in the corridor between start and goal."""
+    def _corridor_top(self, obj: str, start_xy: np.ndarray, goal_xy: np.ndarray) -> float:
+        """Highest obstacle point (``obj`` excluded) near the straight path from start to goal:
+        the hand or the load crosses above it."""
         pts = self._obstacle_points({obj})
-        a, b = start[:2], goal_xy
+        a, b = start_xy, goal_xy
         ab = b - a
         t = np.clip(((pts[:, :2] - a) @ ab) / max(ab @ ab, 1e-9), 0.0, 1.0)
         dist = np.linalg.norm(pts[:, :2] - (a + t[:, None] * ab), axis=1)
         corridor = pts[dist < 0.06, 2]
-        return (corridor.max() if len(corridor) else start[2] - 0.1) + CARRY_MARGIN
+        return float(corridor.max()) if len(corridor) else float(pts[:, 2].min())
 
     # --- articulated fixtures -----------------------------------------------------------------
     def _drawer_joint(self, region: str) -> str | None:
@@ -313,12 +329,123 @@ class ScriptedExpert:
                 return env.sim.model.joint_id2name(j)
         return None
 
+    def _joint_axis(self, joint: str) -> tuple[int, np.ndarray]:
+        """(joint id, world direction in which the joint's qpos grows)."""
+        env = self.env
+        model, data = env.sim.model._model, env.sim.data._data
+        jid = env.sim.model.joint_name2id(joint)
+        axis = data.xmat[model.jnt_bodyid[jid]].reshape(3, 3) @ model.jnt_axis[jid]
+        return jid, axis / np.linalg.norm(axis)
+
     def _drawer(self, region: str, opening: bool) -> Actions:
-        """Open: pinch the handle from the front and pull. Close: push the front shut."""
-        raise NotImplementedError
+        """Open: pinch the handle bar with the hand horizontal and pull. Close: push the front."""
+        env = self.env
+        joint = self._drawer_joint(region)
+        jid, axis = self._joint_axis(joint)
+        out = -axis  # qpos goes negative when the drawer opens
+        out[2] = 0.0
+        out /= np.linalg.norm(out)
+        body = env.sim.model._model.jnt_bodyid[jid]
+        geoms = scene.body_geoms(env.sim, body)
+        handle_geom = max(geoms, key=lambda g: float((scene.geom_points(env.sim, [g]) @ out).max()))
+        handle = scene.geom_points(env.sim, [handle_geom]).mean(axis=0)
+        clause = ["open" if opening else "close", region]
+        if opening:
+            rot = np.stack([[0.0, 0.0, 1.0], np.cross(-out, [0.0, 0.0, 1.0]), -out], axis=1)
+            yield from self._travel(handle + out * 0.10, rot, OPEN, handle[2] + 0.05)
+            yield from self._move(handle, rot, OPEN, max_steps=40, tol=0.004)
+            yield from self._gripper(CLOSE, 8)
+            yield from self._ramp(handle, out, 0.02, 0.22, rot, CLOSE, clause)
+            yield from self._gripper(OPEN, 6)
+            cur, _ = self._pose()
+            yield from self._move(cur + out * 0.08, rot, OPEN, max_steps=20, tol=0.02)
+        else:
+            _, cur_rot = self._pose()
+            rot = self._closest(down_rotation(np.cross(out, [0.0, 0.0, 1.0])), cur_rot)
+            start = handle + out * 0.05 + [0.0, 0.0, 0.01]
+            yield from self._gripper(CLOSE, 4)
+            yield from self._travel(start, rot, CLOSE, start[2] + 0.12)
+            travel = -env.sim.data.qpos[env.sim.model.get_joint_qpos_addr(joint)] + 0.05
+            yield from self._ramp(start, -out, 0.015, travel + 0.05, rot, CLOSE, clause)
+            cur, _ = self._pose()
+            yield from self._move(cur + out * 0.05 + [0, 0, 0.08], rot, CLOSE, max_steps=20, tol=0.02)
+        return self._holds(clause)
+
+    def _ramp(self, start: np.ndarray, direction: np.ndarray, step: float, length: float,
+              rot: np.ndarray, gripper: float, clause: list[str]) -> Actions:
+        """Slide the target along a line a little each step (a steady pull/push), until the
+        clause holds or the line ends."""
+        for k in range(1, int(np.ceil(length / step)) + 10):
+            if self._holds(clause):
+                return True
+            cur, cur_rot = self._pose()
+            target = start + direction * min(k * step, length)
+            yield servo_action(cur, cur_rot, target, rot, gripper, self.gains)
+        return self._holds(clause)
 
     def _turn_knob(self, fixture: str, on: bool) -> Actions:
-        raise NotImplementedError
+        """Pinch the knob's lever from above and twist it about the knob's hinge."""
+        env = self.env
+        model = env.sim.model._model
+        hinges = [j for j in range(model.njnt) if model.jnt_type[j] == 3
+                  and env.sim.model.joint_id2name(j).startswith(fixture)]
+        if not hinges:
+            return False
+        jid, axis = self._joint_axis(env.sim.model.joint_id2name(hinges[0]))
+        pts = scene.geom_points(env.sim, scene.body_geoms(env.sim, model.jnt_bodyid[jid]))
+        yaw, _ = scene.narrow_yaw(pts)
+        _, cur_rot = self._pose()
+        rot = self._closest(down_rotation(np.array([np.cos(yaw), np.sin(yaw), 0.0])), cur_rot)
+        centre = env.sim.data._data.xanchor[jid].copy()
+        grip = np.r_[centre[:2], (pts[:, 2].max() + pts[:, 2].min()) / 2 + 0.01]
+        clause = ["turnon" if on else "turnoff", fixture]
+        yield from self._travel(grip + [0, 0, HOVER], rot, OPEN, self._corridor_top(fixture, self._pose()[0][:2],
+                                                                                        grip[:2]) + HAND_MARGIN)
+        yield from self._move(grip, rot, OPEN, max_steps=40, tol=0.004)
+        yield from self._gripper(CLOSE, 8)
+        sign = 1.0 if on else -1.0
+        for k in range(1, 25):
+            if self._holds(clause):
+                break
+            cur, cur_rot = self._pose()
+            yield servo_action(cur, cur_rot, grip, axis_rotation(axis, sign * 0.12 * k) @ rot, CLOSE, self.gains)
+        yield from self._gripper(OPEN, 6)
+        cur, rot_now = self._pose()
+        yield from self._move(cur + [0, 0, 0.08], rot_now, OPEN, max_steps=20, tol=0.02)
+        return self._holds(clause)
 
     def _close_door(self, fixture: str) -> Actions:
-        raise NotImplementedError
+        """Sweep the closed hand around the hinge, pushing the door near its free edge."""
+        env = self.env
+        model = env.sim.model._model
+        hinges = [j for j in range(model.njnt) if model.jnt_type[j] == 3
+                  and env.sim.model.joint_id2name(j).startswith(fixture)]
+        if not hinges:
+            return False
+        jid, axis = self._joint_axis(env.sim.model.joint_id2name(hinges[0]))
+        anchor = env.sim.data._data.xanchor[jid].copy()
+        door = scene.geom_points(env.sim, scene.body_geoms(env.sim, model.jnt_bodyid[jid]))
+        radial = door[:, :2] - anchor[:2]
+        edge = door[np.argmax(np.linalg.norm(radial, axis=1))]
+        arm = np.r_[(edge - anchor)[:2] * 0.8, 0.0]  # push a bit inside the free edge
+        mid_z = (door[:, 2].max() + door[:, 2].min()) / 2
+        motion = np.cross(axis, arm)
+        motion /= np.linalg.norm(motion)
+        qpos = env.sim.data.qpos[model.jnt_qposadr[jid]]
+        sweep = -qpos + 0.2  # rotate until shut, plus a margin
+        _, cur_rot = self._pose()
+        rot = self._closest(down_rotation(np.cross(motion, [0.0, 0.0, 1.0])), cur_rot)
+        start = np.r_[anchor[:2] + arm[:2] - motion[:2] * 0.05, mid_z]
+        clause = ["close", fixture]
+        yield from self._gripper(CLOSE, 4)
+        yield from self._travel(start, rot, CLOSE, door[:, 2].max() + HAND_MARGIN)
+        for k in range(1, int(sweep / 0.06) + 10):
+            if self._holds(clause):
+                break
+            angle = min(k * 0.06, sweep)
+            target = np.r_[anchor[:2], mid_z] + axis_rotation(axis, angle) @ (arm - motion * 0.03)
+            cur, cur_rot = self._pose()
+            yield servo_action(cur, cur_rot, target, axis_rotation(axis, angle) @ rot, CLOSE, self.gains)
+        cur, rot_now = self._pose()
+        yield from self._move(cur + [0, 0, 0.1], rot_now, CLOSE, max_steps=20, tol=0.02)
+        return self._holds(clause)

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from recovery.backend import Observation
+from recovery.backend import Observation, RobotBackend
 from sim.expert import ScriptedExpert
 from sim.libero_backend import LiberoBackend
-from vla_wrappers.base import Policy, PolicyOutput
+from vla_wrappers.base import Policy, PolicyConfigError, PolicyOutput
 
 
 class ExpertPolicy(Policy):
-    def __init__(self, backend: LiberoBackend):
-        if not isinstance(backend, LiberoBackend):
-            raise TypeError("the scripted expert reads privileged simulator state: it needs a LiberoBackend")
-        self._expert = ScriptedExpert(backend)
+    def __init__(self, backend: RobotBackend | None):
+        sim = backend.unwrapped if backend is not None else None
+        if not isinstance(sim, LiberoBackend):
+            raise PolicyConfigError("the scripted expert reads privileged simulator state: it needs a LiberoBackend")
+        self._expert = ScriptedExpert(sim)  # the oracle sees the true state, never a disturbed one
 
     def reset(self, instruction: str) -> None:
         self._expert.reset()

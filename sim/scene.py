@@ -33,6 +33,13 @@ class Box:
         return self.hi - self.lo
 
 
+def _box_surface(half: np.ndarray, spacing: float = 0.015) -> np.ndarray:
+    """Grid points on a box's surface: corners alone miss the faces of big panels (walls)."""
+    axes = [np.linspace(-h, h, max(2, int(np.ceil(2 * h / spacing)) + 1)) for h in half]
+    grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+    return grid[np.any(np.isclose(np.abs(grid), half), axis=1)]
+
+
 def _local_points(model: Any, gid: int) -> np.ndarray:
     """Points spanning one geom in its own frame (mesh vertices or primitive extents)."""
     gtype, size = model.geom_type[gid], model.geom_size[gid]
@@ -41,7 +48,7 @@ def _local_points(model: Any, gid: int) -> np.ndarray:
         start, count = model.mesh_vertadr[mid], model.mesh_vertnum[mid]
         return np.asarray(model.mesh_vert[start:start + count], dtype=np.float64)
     if gtype == mujoco.mjtGeom.mjGEOM_BOX:
-        return np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]) * size
+        return _box_surface(size[:3])
     if gtype in (mujoco.mjtGeom.mjGEOM_CYLINDER, mujoco.mjtGeom.mjGEOM_CAPSULE):
         half = size[1] + (size[0] if gtype == mujoco.mjtGeom.mjGEOM_CAPSULE else 0.0)
         ring = np.c_[_CIRCLE * size[0], np.zeros(len(_CIRCLE))]

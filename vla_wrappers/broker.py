@@ -14,6 +14,8 @@ class ChunkBroker:
     """openpi-style: execute the first ``replan_every`` actions of each chunk, then re-plan.
     ``flush`` drops the in-flight chunk (after a rollback it no longer fits the state)."""
 
+    recovery_steps = 0  # the Agent contract: a plain broker never spends steps outside the policy
+
     def __init__(self, policy: Policy, replan_every: int = 5):
         if replan_every < 1:
             raise ValueError(f"replan_every must be >= 1, got {replan_every}")
@@ -29,6 +31,12 @@ class ChunkBroker:
 
     def flush(self) -> None:
         self._queue.clear()
+
+    def summary(self) -> dict:
+        return {}
+
+    def close(self) -> None:
+        self.policy.close()
 
     def act(self, obs: Observation) -> np.ndarray:
         if not self._queue:

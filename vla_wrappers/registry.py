@@ -29,8 +29,10 @@ class ZeroPolicy(Policy):
 
 # name -> "module:Class", imported on use so that no policy's dependencies load unless chosen
 POLICIES = {
+    "embedded": "vla_wrappers.embedded.policy:EmbeddedPolicy",
     "expert": "sim.expert_policy:ExpertPolicy",
     "openpi": "vla_wrappers.openpi.client:OpenPIClientPolicy",
+    "openvla": "vla_wrappers.openvla.policy:OpenVLAPolicy",
     "zero": "vla_wrappers.registry:ZeroPolicy",
 }
 

@@ -8,7 +8,6 @@ from typing import Protocol
 import numpy as np
 
 from recovery.backend import GRIPPER_OPEN, Observation
-from vla_wrappers.broker import ChunkBroker
 
 NUM_WAIT_STEPS = 10  # objects fall into place; the policy is not asked during these
 WAIT_ACTION = np.array([0.0] * 6 + [GRIPPER_OPEN])
@@ -24,6 +23,21 @@ class EpisodeBackend(Protocol):
     def step(self, action: np.ndarray): ...
 
 
+class Agent(Protocol):
+    """What acts: a ChunkBroker over a policy, or a Supervisor around one."""
+
+    inferences: int
+    recovery_steps: int  # control steps spent outside the policy (rollback motion): they use the budget
+
+    def reset(self, instruction: str) -> None: ...
+
+    def act(self, obs: Observation) -> np.ndarray: ...
+
+    def summary(self) -> dict: ...
+
+    def close(self) -> None: ...
+
+
 class Subscriber(Protocol):
     """Side concerns (video, demonstrations). Start sees the observation the policy first acts on."""
 
@@ -37,13 +51,13 @@ class Subscriber(Protocol):
 @dataclass
 class EpisodeOutcome:
     success: bool
-    steps: int  # policy steps, wait steps excluded
+    steps: int  # control steps driven by the agent's actions, wait steps excluded
     inferences: int
     extras: dict = field(default_factory=dict)
 
 
 def run_episode(
-    backend: EpisodeBackend, agent: ChunkBroker, init_index: int | None, seed: int, max_steps: int,
+    backend: EpisodeBackend, agent: Agent, init_index: int | None, seed: int, max_steps: int,
     subscribers: tuple[Subscriber, ...] = (),
 ) -> EpisodeOutcome:
     """Reset (``init_index`` None: a layout sampled with ``seed``), wait, then act until success or
@@ -55,7 +69,7 @@ def run_episode(
     for sub in subscribers:
         sub.on_episode_start(obs)
     success, steps = False, 0
-    while not success and steps < max_steps:
+    while not success and steps + agent.recovery_steps < max_steps:
         action = agent.act(obs)
         result = backend.step(action)
         obs, success, steps = result.observation, result.success, steps + 1
@@ -63,4 +77,4 @@ def run_episode(
             sub.on_step(obs, action)
     for sub in subscribers:
         sub.on_episode_end(success)
-    return EpisodeOutcome(success, steps, agent.inferences)
+    return EpisodeOutcome(success, steps, agent.inferences, agent.summary())

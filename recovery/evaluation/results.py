@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -23,13 +23,20 @@ class EpisodeSpec:
     init: int  # fixed init state index; SAMPLED_LAYOUT: a layout sampled with ``seed``
     seed: int
     policy: str
+    selector: str = "off"  # "off": the policy alone, no supervisor
+    disturbance: str = "none"
+    rollback: str = "physical"
 
     def key(self) -> tuple:
         return tuple(asdict(self).values())
 
     @classmethod
     def key_of(cls, record: dict) -> tuple:
-        return tuple(record[name] for name in cls.__dataclass_fields__)
+        return tuple(record.get(f.name, f.default) for f in fields(cls))
+
+    def simulator_key(self) -> tuple:
+        """Episodes with the same key can share one simulator and agent (they differ in layout only)."""
+        return self.suite, self.task, self.policy, self.selector, self.disturbance, self.rollback
 
     @property
     def init_index(self) -> int | None:
@@ -40,7 +47,9 @@ class EpisodeSpec:
         """File-name-safe and unique per spec (videos, logs)."""
         policy = "".join(c if c.isalnum() or c in "-_" else "-" for c in self.policy)
         layout = "sampled" if self.init == SAMPLED_LAYOUT else f"i{self.init:02d}"
-        return f"{self.suite}_t{self.task:02d}_{layout}_s{self.seed}_{policy}"
+        variant = "" if self.selector == "off" else f"_{self.selector}-{self.rollback}"
+        variant += "" if self.disturbance == "none" else f"_{self.disturbance}"
+        return f"{self.suite}_t{self.task:02d}_{layout}_s{self.seed}_{policy}{variant}"
 
 
 class ResultsFile:

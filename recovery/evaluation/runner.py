@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
+from recovery.evaluation.assembly import RecoveryOptions, build_backend, build_supervisor, critic_path
 from recovery.evaluation.episode import run_episode
 from recovery.evaluation.results import SAMPLED_LAYOUT, EpisodeSpec, ResultsFile
 from recovery.evaluation.trajectory import TrajectoryRecorder
@@ -37,6 +38,8 @@ class EvalConfig:
     camera_size: int = 256  # used only when the policy, the video or the recording needs images
     record_trajectories: bool = False  # attach each episode's arrays to its record as "trajectory"
     record_images: bool = False
+    recovery: RecoveryOptions | None = None  # None: the policy alone, no supervisor
+    disturbance: str = "none"
     progress: bool = True
 
 
@@ -44,25 +47,47 @@ class TooManyEpisodesError(ValueError):
     """More episodes asked for than a task has init states."""
 
 
+class UnknownSelectorError(ValueError):
+    pass
+
+
 def plan_episodes(config: EvalConfig) -> list[EpisodeSpec]:
     """Every episode of the evaluation, validated before anything runs."""
+    from sim.disturbances import DisturbanceConfig
     from sim.tasks import resolve_tasks
     from vla_wrappers.registry import policy_class
 
     policy_class(config.policy)  # an unknown policy fails here, not once per episode
+    DisturbanceConfig(name=config.disturbance)  # and so does an unknown disturbance
+    recovery = config.recovery
+    variant = {"selector": recovery.selector, "rollback": recovery.rollback} if recovery else {}
     specs = []
     for task in resolve_tasks(config.suite, list(config.tasks)):
+        if recovery:
+            _check_recovery_inputs(recovery, task)
         if config.sampled_layouts:
-            specs += [EpisodeSpec(task.suite, task.index, SAMPLED_LAYOUT, config.seed + i, config.policy)
-                      for i in range(config.episodes)]
-            continue
-        available = len(task.init_states())
-        if config.episodes > available:
-            raise TooManyEpisodesError(
-                f"{task.label} ({task.name}) has {available} init states; --episodes {config.episodes} asks for more"
-            )
-        specs += [EpisodeSpec(task.suite, task.index, i, config.seed, config.policy) for i in range(config.episodes)]
+            layouts = [(SAMPLED_LAYOUT, config.seed + i) for i in range(config.episodes)]
+        else:
+            available = len(task.init_states())
+            if config.episodes > available:
+                raise TooManyEpisodesError(f"{task.label} ({task.name}) has {available} init states; "
+                                           f"--episodes {config.episodes} asks for more")
+            layouts = [(i, config.seed) for i in range(config.episodes)]
+        specs += [EpisodeSpec(task.suite, task.index, init, seed, config.policy, disturbance=config.disturbance,
+                              **variant) for init, seed in layouts]
     return specs
+
+
+def _check_recovery_inputs(options: RecoveryOptions, task) -> None:
+    from critics.references import load_references
+    from recovery.selectors import SELECTORS
+
+    if options.selector not in SELECTORS:
+        raise UnknownSelectorError(f"unknown selector {options.selector!r}; valid: {', '.join(SELECTORS)}")
+    load_references(options.references, task.suite, task.name)  # names the command that builds them
+    path = critic_path(options, task.suite)
+    if path is not None and not path.exists():
+        raise FileNotFoundError(f"value critic {path} does not exist; train one with `recovery train-critic`")
 
 
 class EpisodeWorker:
@@ -90,6 +115,9 @@ class EpisodeWorker:
             max_steps = self.config.max_steps or task.max_steps
             outcome = run_episode(backend, agent, spec.init_index, spec.seed, max_steps, tuple(subscribers))
             record.update(success=outcome.success, steps=outcome.steps, inferences=outcome.inferences)
+            record["recovery"] = outcome.extras or None
+            if self.config.disturbance != "none":
+                record["disturbance_info"] = backend.record()
             if recorder:
                 record["trajectory"] = recorder.arrays()
         except Exception:
@@ -100,27 +128,25 @@ class EpisodeWorker:
         return record
 
     def _ensure(self, spec: EpisodeSpec):
-        from sim.libero_backend import LiberoBackend, LiberoConfig
-        from sim.tasks import resolve_task
         from vla_wrappers.broker import ChunkBroker
         from vla_wrappers.registry import make_policy, policy_class
 
-        key = (spec.suite, spec.task, spec.policy)
-        if key != self._task_key:
+        if spec.simulator_key() != self._task_key:
             self.close()
             needs_images = (policy_class(spec.policy).needs_images or self.config.video_dir is not None
                             or self.config.record_images)
-            cams = LiberoConfig(camera_size=self.config.camera_size if needs_images else None)
-            self._backend = LiberoBackend(resolve_task(spec.suite, spec.task), cams)
-            self._agent = ChunkBroker(
-                make_policy(spec.policy, self._backend, self.config.policy_options), self.config.replan_every
-            )
-            self._task_key = key
+            self._backend = build_backend(spec, self.config.camera_size if needs_images else None,
+                                          self.config.disturbance)
+            broker = ChunkBroker(make_policy(spec.policy, self._backend, self.config.policy_options),
+                                 self.config.replan_every)
+            recovery = self.config.recovery
+            self._agent = build_supervisor(self._backend, broker, spec, recovery) if recovery else broker
+            self._task_key = spec.simulator_key()
         return self._backend, self._agent
 
     def close(self) -> None:
         if self._agent is not None:
-            self._agent.policy.close()
+            self._agent.close()
         if self._backend is not None:
             self._backend.close()
         self._task_key, self._backend, self._agent = None, None, None

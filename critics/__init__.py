@@ -1,0 +1,1 @@
+"""Critics: execution-quality metrics (local, global) and value / temporal value-risk critics."""

@@ -1,0 +1,109 @@
+"""Value critic V(s): probability-like estimate of eventual success from the state features.
+
+Trained (``recovery train-critic``) by regression on discounted Monte-Carlo outcomes of base-policy
+rollouts: V_t = gamma^(T - t) for a success at step T, 0 throughout a failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+from critics.risk import RiskHead
+from recovery.backend import Observation
+from recovery.features import FeatureLayout
+from vla_wrappers.base import PolicyConfigError
+
+CRITIC_FORMAT = "agentic-recovery/value-critic"
+CRITIC_VERSION = 1
+
+
+def discounted_outcome(length: int, success: bool, gamma: float = 0.99) -> np.ndarray:
+    """Per-step targets of one episode of ``length`` steps."""
+    if not success:
+        return np.zeros(length, dtype=np.float32)
+    return (gamma ** np.arange(length - 1, -1, -1)).astype(np.float32)
+
+
+class ValueNet(nn.Module):
+    def __init__(self, in_size: int, hidden: int = 256):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(in_size, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU(),
+                                  nn.Linear(hidden, 1))
+        self.register_buffer("feat_mean", torch.zeros(in_size))
+        self.register_buffer("feat_std", torch.ones(in_size))
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(self.body((features - self.feat_mean) / self.feat_std)).squeeze(-1)
+
+
+@dataclass
+class ValueCritic:
+    """The value net plus (optionally) the temporal value-risk head trained on its value traces."""
+
+    layout: FeatureLayout
+    net: ValueNet
+    risk_head: RiskHead | None
+    training: dict
+
+    @torch.no_grad()
+    def values(self, features: np.ndarray) -> np.ndarray:
+        return self.net(torch.from_numpy(np.asarray(features, dtype=np.float32))).numpy()
+
+    def value_fn(self, instruction: str) -> Callable[[Observation], float]:
+        task_id = self.layout.task_id(instruction)
+        if task_id is None:
+            raise PolicyConfigError(f"the value critic was not trained on {instruction!r}")
+        return lambda obs: float(self.values(self.layout.featurize_obs(obs, task_id)[None])[0])
+
+    def save(self, path: Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        torch.save({"format": CRITIC_FORMAT, "version": CRITIC_VERSION,
+                    "object_names": list(self.layout.object_names), "instructions": list(self.layout.instructions),
+                    "hidden": self.net.body[0].out_features, "state_dict": self.net.state_dict(),
+                    "risk_k": self.risk_head.k if self.risk_head else 0,
+                    "risk_state_dict": self.risk_head.state_dict() if self.risk_head else {},
+                    "training": self.training}, tmp)
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> "ValueCritic":
+        raw = torch.load(path, map_location="cpu", weights_only=True)
+        if raw.get("format") != CRITIC_FORMAT or raw.get("version") != CRITIC_VERSION:
+            raise PolicyConfigError(f"{path}: not a value-critic checkpoint v{CRITIC_VERSION} "
+                                    f"(format {raw.get('format')!r} v{raw.get('version')})")
+        layout = FeatureLayout(tuple(raw["object_names"]), tuple(raw["instructions"]))
+        net = ValueNet(layout.size, raw["hidden"])
+        net.load_state_dict(raw["state_dict"])
+        head = None
+        if raw["risk_k"]:
+            head = RiskHead(raw["risk_k"])
+            head.load_state_dict(raw["risk_state_dict"])
+            head.eval()
+        return cls(layout, net.eval(), head, raw["training"])
+
+
+def fit_value_net(features: np.ndarray, targets: np.ndarray, layout: FeatureLayout, epochs: int = 30,
+                  seed: int = 0, hidden: int = 256) -> ValueNet:
+    torch.manual_seed(seed)
+    net = ValueNet(layout.size, hidden)
+    net.feat_mean.copy_(torch.from_numpy(features.mean(0)))
+    net.feat_std.copy_(torch.from_numpy(np.maximum(features.std(0), 1e-3)))
+    x, y = torch.from_numpy(features), torch.from_numpy(targets)
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-3, weight_decay=1e-4)
+    for _ in range(epochs):
+        perm = torch.randperm(len(x))
+        for b in range(0, len(x), 256):
+            idx = perm[b:b + 256]
+            loss = nn.functional.binary_cross_entropy(net(x[idx]), y[idx])
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    return net.eval()

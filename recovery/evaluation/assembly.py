@@ -1,0 +1,62 @@
+"""Build what one episode needs from the evaluation's options: backend, agent (policy or supervisor)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from recovery.backend import RobotBackend
+from recovery.evaluation.results import EpisodeSpec
+from recovery.supervisor import SupervisorConfig
+
+CRITICS_SHIPPED = Path(__file__).resolve().parents[2] / "critics" / "checkpoints"
+
+
+@dataclass(frozen=True)
+class RecoveryOptions:
+    """The supervisor's settings; EvalConfig.recovery = None runs the policy alone."""
+
+    selector: str = "rule"
+    rollback: str = "physical"
+    references: Path = Path("references")
+    critic: Path | None = None  # None: the shipped critic of the suite, if any
+    supervisor: SupervisorConfig = field(default_factory=SupervisorConfig)
+
+
+def build_backend(spec: EpisodeSpec, camera_size: int | None, disturbance: str) -> RobotBackend:
+    from sim.disturbances import DisturbanceConfig, DisturbedBackend
+    from sim.libero_backend import LiberoBackend, LiberoConfig
+    from sim.tasks import resolve_task
+
+    backend = LiberoBackend(resolve_task(spec.suite, spec.task), LiberoConfig(camera_size=camera_size))
+    if disturbance != "none":
+        return DisturbedBackend(backend, DisturbanceConfig(name=disturbance), spec.task)
+    return backend
+
+
+def critic_path(options: RecoveryOptions, suite: str) -> Path | None:
+    if options.critic is not None:
+        return options.critic
+    shipped = CRITICS_SHIPPED / f"{suite}.pt"
+    return shipped if shipped.exists() else None
+
+
+def build_supervisor(backend: RobotBackend, broker, spec: EpisodeSpec, options: RecoveryOptions):
+    from critics.quality import QualityMonitor
+    from critics.references import load_references
+    from critics.risk import RiskMonitor
+    from critics.value import ValueCritic
+    from recovery.selectors import SELECTORS
+    from recovery.supervisor import Supervisor
+    from sim.tasks import resolve_task
+
+    task = resolve_task(spec.suite, spec.task)
+    references = load_references(options.references, spec.suite, task.name)
+    path = critic_path(options, spec.suite)
+    critic = ValueCritic.load(path) if path else None
+    config = replace(options.supervisor, rollback=replace(options.supervisor.rollback, kind=options.rollback))
+    return Supervisor(
+        backend, broker, SELECTORS[options.selector](), QualityMonitor(references),
+        value_fn=critic.value_fn if critic else None,
+        risk=RiskMonitor(critic.risk_head if critic else None), config=config,
+    )

@@ -1,0 +1,76 @@
+"""Observation -> state feature vector for state-based learners (embedded policy, value critic):
+proprio, privileged object poses in fixed slots, task one-hot.
+
+Rotations enter as the first two columns of their matrix (continuous, unlike axis-angle near pi
+or quaternion sign flips). Everything is computed from keys that also travel over the openpi
+wire (``state``, ``object_poses``), so the policy works the same behind ``serve-policy``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from recovery.backend import Observation
+
+PROPRIO_SIZE = 3 + 6 + 2  # eef position, eef rotation (6D), finger joints
+SLOT_SIZE = 3 + 3 + 6 + 1  # object position, position relative to the eef, rotation (6D), present
+
+
+def axis_angle_to_matrix(aa: np.ndarray) -> np.ndarray:
+    angle = float(np.linalg.norm(aa))
+    if angle < 1e-12:
+        return np.eye(3)
+    x, y, z = aa / angle
+    k = np.array([[0, -z, y], [z, 0, -x], [-y, x, 0]])
+    return np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
+
+
+def quat_xyzw_to_matrix(q: np.ndarray) -> np.ndarray:
+    x, y, z, w = np.asarray(q, dtype=np.float64) / max(np.linalg.norm(q), 1e-12)
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def _rot6d(matrix: np.ndarray) -> np.ndarray:
+    return matrix[:, :2].T.ravel()
+
+
+@dataclass(frozen=True)
+class FeatureLayout:
+    """Which object goes in which slot and which instruction is which task, fixed at training."""
+
+    object_names: tuple[str, ...]
+    instructions: tuple[str, ...]
+
+    @property
+    def size(self) -> int:
+        return PROPRIO_SIZE + SLOT_SIZE * len(self.object_names) + len(self.instructions)
+
+    def task_id(self, instruction: str) -> int | None:
+        return self.instructions.index(instruction) if instruction in self.instructions else None
+
+    def featurize(self, state: np.ndarray, object_poses: dict[str, np.ndarray], task_id: int) -> np.ndarray:
+        """``state``: the standard 8-D state; ``object_poses``: name -> (7,) pos + xyzw quaternion."""
+        eef = state[:3]
+        parts = [eef, _rot6d(axis_angle_to_matrix(state[3:6])), state[6:8]]
+        for name in self.object_names:
+            pose = object_poses.get(name)
+            if pose is None:
+                parts.append(np.zeros(SLOT_SIZE))
+            else:
+                parts.append(np.concatenate([pose[:3], pose[:3] - eef, _rot6d(quat_xyzw_to_matrix(pose[3:7])), [1.0]]))
+        one_hot = np.zeros(len(self.instructions))
+        one_hot[task_id] = 1.0
+        parts.append(one_hot)
+        return np.concatenate(parts).astype(np.float32)
+
+    def featurize_obs(self, obs: Observation, task_id: int) -> np.ndarray:
+        if "object_poses" not in obs:
+            raise KeyError("the embedded policy reads privileged object poses: the observation has none "
+                           "(over openpi, the client must set send_object_poses=true)")
+        return self.featurize(np.asarray(obs["state"]), obs["object_poses"], task_id)

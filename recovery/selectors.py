@@ -1,0 +1,77 @@
+"""Mode selectors: every k steps, EXECUTE or one of the recovery modes.
+
+``none`` is the baseline; ``rule`` thresholds quality and risk; a learned selector (PPO) plugs in
+through the same ``Selector`` interface, reading the same ``DecisionContext``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from recovery.modes import Mode
+
+
+@dataclass(frozen=True)
+class DecisionContext:
+    step: int
+    quality: float
+    value: float
+    risk: float
+    flags: dict[str, bool]
+    rollbacks_left: int
+    steps_since_rollback: int  # since the last rollback (or the episode start)
+    last_rollback_mode: Mode | None
+    history: dict[str, np.ndarray] = field(default_factory=dict)  # last N steps: proprio, actions, q, v, risk
+
+
+class Selector(Protocol):
+    def reset(self) -> None: ...
+
+    def decide(self, ctx: DecisionContext) -> Mode: ...
+
+
+class NoneSelector:
+    """Never intervenes: the base policy alone, with the same bookkeeping."""
+
+    def reset(self) -> None:
+        pass
+
+    def decide(self, ctx: DecisionContext) -> Mode:
+        return Mode.EXECUTE
+
+
+@dataclass(frozen=True)
+class RuleConfig:
+    quality_min: float = 0.45  # intervene below this execution quality
+    value_drop_rules: tuple[str, ...] = ("decline", "abrupt_drop")  # risk-rule flags that trigger
+    risk_max: float = float("inf")  # learned TVR risk above this triggers (off by default)
+    cooldown: int = 15  # steps after a rollback before the next one may trigger
+    escalate_within: int = 40  # a second trigger this soon after a RETRY becomes a REPAIR
+
+
+class RuleSelector:
+    """Intervene when quality is low or the value critic's history says decline/drop."""
+
+    def __init__(self, config: RuleConfig = RuleConfig()):
+        self.config = config
+
+    def reset(self) -> None:
+        pass
+
+    def decide(self, ctx: DecisionContext) -> Mode:
+        cfg = self.config
+        if ctx.rollbacks_left <= 0 or ctx.steps_since_rollback < cfg.cooldown:
+            return Mode.EXECUTE
+        triggered = (ctx.quality < cfg.quality_min or ctx.risk > cfg.risk_max
+                     or any(ctx.flags.get(name, False) for name in cfg.value_drop_rules))
+        if not triggered:
+            return Mode.EXECUTE
+        if ctx.last_rollback_mode is not None and ctx.steps_since_rollback < cfg.escalate_within:
+            return Mode.REPAIR
+        return Mode.RETRY
+
+
+SELECTORS = {"none": NoneSelector, "rule": RuleSelector}

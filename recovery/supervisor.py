@@ -1,0 +1,149 @@
+"""The supervisor: watches every step, decides every k steps, rolls back, hands control back.
+
+It is an Agent (see recovery.evaluation.episode): it wraps the chunk broker of the base policy
+and needs nothing but the RobotBackend interface, so it runs the same in LIBERO and on a robot.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from critics.quality import QualityMonitor
+from critics.risk import RiskMonitor
+from recovery.backend import Observation, RobotBackend
+from recovery.memory import NominalMemory, NominalState
+from recovery.modes import Mode
+from recovery.rollback import RollbackConfig, roll_back
+from recovery.selectors import DecisionContext, Selector
+from vla_wrappers.broker import ChunkBroker
+
+HOLD_ACTION = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 1e-9, 0.0])  # stay put, keep the grip (gripper 0 = hold)
+ValueFn = Callable[[Observation], float]
+
+
+@dataclass(frozen=True)
+class SupervisorConfig:
+    decision_every: int = 5  # k
+    retry_horizon: int = 15  # RETRY: best quality within the last 15 steps
+    repair_horizon: int = 30  # REPAIR: best contact-free state within the last 30 steps
+    contact_threshold: float = 5.0  # N; "contact-free" below it
+    max_rollbacks: int = 3  # per-episode recovery budget
+    history: int = 20  # steps of history in each DecisionContext (the learned selector's view)
+    rollback: RollbackConfig = field(default_factory=RollbackConfig)
+    keep_trace: bool = False  # per-step traces in the summary (for plots)
+
+
+class Supervisor:
+    def __init__(self, backend: RobotBackend, broker: ChunkBroker, selector: Selector, quality: QualityMonitor,
+                 value_fn: Callable[[str], ValueFn] | None = None, risk: RiskMonitor | None = None,
+                 config: SupervisorConfig = SupervisorConfig()):
+        if config.rollback.kind == "snapshot" and not backend.supports_snapshot:
+            raise ValueError(f"{type(backend).__name__} cannot snapshot: use the physical rollback")
+        self.backend, self.broker, self.selector = backend, broker, selector
+        self.quality, self.risk, self.config = quality, risk, config
+        self._value_for_task = value_fn
+        self.memory = NominalMemory(capacity=max(config.repair_horizon, config.retry_horizon) + 2)
+
+    @property
+    def inferences(self) -> int:
+        return self.broker.inferences
+
+    def reset(self, instruction: str) -> None:
+        self.broker.reset(instruction)
+        self.selector.reset()
+        self.quality.reset()
+        if self.risk:
+            self.risk.reset()
+        self.memory.reset()
+        self._value = self._value_for_task(instruction) if self._value_for_task else None
+        self._step, self._last_action, self._mode = 0, None, Mode.EXECUTE
+        self._last_rollback_step, self._last_rollback_mode = 0, None
+        self.recovery_steps, self.rollbacks, self.failed_rollbacks = 0, 0, 0
+        self._modes: Counter[str] = Counter()
+        self._history: dict[str, deque] = {k: deque(maxlen=self.config.history)
+                                            for k in ("state", "action", "quality", "value", "risk")}
+        self._trace: dict[str, list] = {k: [] for k in ("quality", "value", "risk", "decisions")}
+
+    # --- the Agent contract --------------------------------------------------------------------
+    def act(self, obs: Observation) -> np.ndarray:
+        self._watch(obs)
+        if self._step > 0 and self._step % self.config.decision_every == 0:
+            obs = self._decide(obs)
+        action = HOLD_ACTION if self._mode == Mode.HOLD else self.broker.act(obs)
+        self._last_action = np.asarray(action)
+        self._step += 1
+        return action
+
+    def close(self) -> None:
+        self.broker.close()
+
+    def summary(self) -> dict:
+        out = {"modes": dict(self._modes), "rollbacks": self.rollbacks, "failed_rollbacks": self.failed_rollbacks,
+               "recovery_steps": self.recovery_steps, "rollback": self.config.rollback.kind}
+        if self.config.rollback.kind == "snapshot":
+            out["note"] = "snapshot rollback: simulation-only upper bound"
+        if self.config.keep_trace:
+            out["trace"] = self._trace
+        return out
+
+    # --- watching ------------------------------------------------------------------------------
+    def _watch(self, obs: Observation) -> None:
+        """Score the state reached by the last action and remember it (rollback motion never gets here)."""
+        action = self._last_action if self._last_action is not None else np.zeros(7)
+        quality = self.quality.update(self._step, obs["eef_pos"], np.r_[obs["state"][:3], obs["state"][6:8]], action)
+        value = self._value(obs) if self._value else 1.0
+        risk = self.risk.update(value) if self.risk else 0.0
+        contact_free = self.backend.contacts().is_free(self.config.contact_threshold)
+        snapshot = self.backend.snapshot() if self.config.rollback.kind == "snapshot" else None
+        self.memory.add(NominalState(self._step, self.backend.eef_pose(), quality, value, contact_free, snapshot))
+        for key, item in (("state", obs["state"]), ("action", action), ("quality", quality), ("value", value),
+                          ("risk", risk)):
+            self._history[key].append(item)
+        if self.config.keep_trace:
+            for key, item in (("quality", quality), ("value", value), ("risk", risk)):
+                self._trace[key].append(round(float(item), 4))
+
+    # --- deciding and recovering ---------------------------------------------------------------
+    def _context(self) -> DecisionContext:
+        return DecisionContext(
+            step=self._step, quality=self.quality.value, value=self._history["value"][-1],
+            risk=self._history["risk"][-1], flags=dict(self.risk.flags) if self.risk else {},
+            rollbacks_left=self.config.max_rollbacks - self.rollbacks,
+            steps_since_rollback=self._step - self._last_rollback_step, last_rollback_mode=self._last_rollback_mode,
+            history={k: np.array(v) for k, v in self._history.items()},
+        )
+
+    def _decide(self, obs: Observation) -> Observation:
+        mode = self.selector.decide(self._context())
+        self._modes[mode.name] += 1
+        self._mode = mode
+        if not mode.is_rollback:
+            return obs
+        target = self._target(mode)
+        if target is None:  # nothing suitable remembered: carry on rather than guess
+            self._mode = Mode.EXECUTE
+            return obs
+        result = roll_back(self.backend, target, self.config.rollback)
+        self.recovery_steps += result.steps
+        self.rollbacks += 1
+        self.failed_rollbacks += not result.reached
+        self._last_rollback_step, self._last_rollback_mode = self._step, mode
+        self.broker.flush()  # the in-flight chunk was planned for a state we left
+        self.quality.local.reset()  # the jump back is not the policy's motion
+        self._mode = Mode.EXECUTE
+        if self.config.keep_trace:
+            self._trace["decisions"].append({"step": self._step, "mode": mode.name, "target_step": target.step,
+                                             "reached": result.reached, "steps": result.steps})
+        return self.backend.observe()
+
+    def _target(self, mode: Mode) -> NominalState | None:
+        cfg = self.config
+        if mode == Mode.RETRY:
+            return self.memory.best_recent(self._step, cfg.retry_horizon)
+        if mode == Mode.REPAIR:
+            return self.memory.best_contact_free(self._step, cfg.repair_horizon)
+        return self.memory.start  # RESET: back to where the episode began

@@ -1,0 +1,139 @@
+"""Disturbances, each reproducible from the episode's seed and recorded in its results.
+
+- ``action_noise``: the robust-execution paper's setting: one burst of Gaussian action noise per
+  episode, 5 steps, magnitude 3.0 (then clipped to the action range), random onset.
+- ``object_push``: the task's first object of interest is shoved sideways at the onset.
+- ``gripper_open``: once the policy has held the gripper closed for a while, it is forced open.
+- ``obs_noise``: a burst of Gaussian noise on the observed positions (the policy sees it; physics not).
+
+``DisturbedBackend`` wraps a LiberoBackend; recovery motion (``move_to``) is never disturbed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from recovery.backend import GRIPPER_OPEN, Observation, RobotBackend, StepResult, validate_action
+
+DISTURBANCES = ("none", "action_noise", "object_push", "gripper_open", "obs_noise")
+
+
+class UnknownDisturbanceError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class DisturbanceConfig:
+    name: str = "none"
+    onset_min: int = 10  # policy steps; onset drawn uniformly from [onset_min, onset_max]
+    onset_max: int = 80
+    duration: int = 5
+    magnitude: float = 3.0  # action noise std; obs noise std is magnitude * 1 cm
+    push_speed: float = 0.6  # m/s given to the pushed object
+    hold_steps: int = 12  # gripper_open: closed this long counts as holding
+
+    def __post_init__(self) -> None:
+        if self.name not in DISTURBANCES:
+            raise UnknownDisturbanceError(f"unknown disturbance {self.name!r}; valid: {', '.join(DISTURBANCES)}")
+
+
+class DisturbedBackend(RobotBackend):
+    """Applies one disturbance per episode to a LiberoBackend's policy steps."""
+
+    def __init__(self, inner: RobotBackend, config: DisturbanceConfig, task_index: int):
+        self.inner, self.config, self.task_index = inner, config, task_index
+        self.supports_snapshot = inner.supports_snapshot
+        self._obs: Observation = {}
+
+    def __getattr__(self, name: str) -> Any:  # instruction, raw, flat_state, ...: the inner backend's
+        return getattr(self.inner, name)
+
+    @property
+    def unwrapped(self) -> RobotBackend:
+        return self.inner.unwrapped
+
+    def reset(self, init_index: int | None, seed: int) -> Observation:
+        self._obs = self.inner.reset(init_index, seed)
+        self._rng = np.random.default_rng([seed, self.task_index, (init_index if init_index is not None else -1) + 1])
+        self.onset = int(self._rng.integers(self.config.onset_min, self.config.onset_max + 1))
+        self._t, self._closed_for, self._fired_at = -10, 0, None  # the 10 wait steps come first
+        return self._obs
+
+    def record(self) -> dict:
+        return {"name": self.config.name, "onset": self.onset, "fired_at": self._fired_at,
+                "duration": self.config.duration, "magnitude": self.config.magnitude}
+
+    # --- RobotBackend ----------------------------------------------------------------------------
+    def observe(self) -> Observation:
+        return self._obs
+
+    def step(self, action: np.ndarray) -> StepResult:
+        action = validate_action(action)
+        active = self._active(action)
+        if active and self.config.name == "action_noise":
+            action = np.clip(action + self.config.magnitude * self._rng.standard_normal(7), -1.0, 1.0)
+        elif active and self.config.name == "gripper_open":
+            action = np.r_[action[:6], GRIPPER_OPEN]
+        elif active and self.config.name == "object_push" and self._t == self._fired_at:
+            self._push()
+        result = self.inner.step(action)
+        self._obs = result.observation
+        if active and self.config.name == "obs_noise":
+            self._obs = self._noisy(self._obs)
+        self._t += 1
+        return StepResult(self._obs, result.success)
+
+    def eef_pose(self):
+        return self.inner.eef_pose()
+
+    def move_to(self, *args, **kwargs):
+        return self.inner.move_to(*args, **kwargs)
+
+    def contacts(self):
+        return self.inner.contacts()
+
+    def snapshot(self):
+        return self.inner.snapshot()
+
+    def restore(self, snapshot) -> Observation:
+        self._obs = self.inner.restore(snapshot)
+        return self._obs
+
+    def close(self) -> None:
+        self.inner.close()
+
+    # --- the disturbance ---------------------------------------------------------------------------
+    def _active(self, action: np.ndarray) -> bool:
+        """True during the burst; the burst starts at the onset (gripper_open: at the onset or later,
+        once the gripper has been closed for ``hold_steps``)."""
+        if self.config.name == "none" or self._t < 0:
+            return False
+        self._closed_for = self._closed_for + 1 if action[6] > 0 else 0
+        if self._fired_at is None:
+            ready = self._t >= self.onset and (self.config.name != "gripper_open"
+                                               or self._closed_for >= self.config.hold_steps)
+            if not ready:
+                return False
+            self._fired_at = self._t
+        return self._t < self._fired_at + self.config.duration
+
+    def _push(self) -> None:
+        env = self.inner.raw
+        name = env.obj_of_interest[0]
+        joint = env.objects_dict[name].joints[-1]
+        angle = self._rng.uniform(0, 2 * np.pi)
+        addr = env.sim.model.get_joint_qvel_addr(joint)
+        env.sim.data.qvel[addr[0]:addr[0] + 3] = self.config.push_speed * np.array([np.cos(angle), np.sin(angle), 0.1])
+        env.sim.forward()
+
+    def _noisy(self, obs: Observation) -> Observation:
+        sigma = 0.01 * self.config.magnitude
+        noisy = dict(obs)
+        noisy["state"] = obs["state"] + np.r_[sigma * self._rng.standard_normal(3), np.zeros(5)]
+        noisy["eef_pos"] = noisy["state"][:3]
+        noisy["object_poses"] = {k: np.r_[v[:3] + sigma * self._rng.standard_normal(3), v[3:]]
+                                 for k, v in obs["object_poses"].items()}
+        return noisy

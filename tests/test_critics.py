@@ -1,0 +1,121 @@
+"""Quality metrics and value-risk rules on constructed trajectories (no simulator)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from critics.quality import GlobalQuality, LocalQuality, QualityConfig, QualityMonitor, ReferenceSet
+from critics.references import MissingReferencesError, load_references, save_references
+from critics.risk import RiskMonitor, fit_risk_head, history_features, rule_flags, tvr_targets
+from critics.training import auroc
+from critics.value import discounted_outcome
+
+CFG = QualityConfig()
+
+
+def _run_local(positions, actions) -> float:
+    local = LocalQuality(CFG)
+    for p, a in zip(positions, actions):
+        local.update(p, a)
+    return local.value
+
+
+def test_local_quality_high_for_effective_smooth_motion():
+    steps = 30
+    positions = [np.array([0.01 * t, 0, 0]) for t in range(steps)]  # 1 cm per step, as commanded
+    actions = [np.array([0.8, 0, 0, 0, 0, 0, -1])] * steps
+    assert _run_local(positions, actions) > 0.8
+
+
+def test_local_quality_drops_when_the_arm_does_not_follow():
+    steps = 30
+    stuck = [np.zeros(3)] * steps  # full actions, no motion: a stalled approach
+    actions = [np.array([1.0, 0, 0, 0, 0, 0, -1])] * steps
+    assert _run_local(stuck, actions) < 0.3
+
+
+def test_local_quality_drops_for_jerky_motion():
+    rng = np.random.default_rng(0)
+    jerky = np.cumsum(rng.normal(0, 0.02, size=(30, 3)) * rng.integers(0, 2, size=(30, 1)), axis=0)
+    actions = [np.array([1.0, 0, 0, 0, 0, 0, -1])] * 30
+    smooth = [np.array([0.01 * t, 0, 0]) for t in range(30)]
+    assert _run_local(jerky, actions) < _run_local(smooth, actions) - 0.2
+
+
+def _references(n=6, length=50):
+    rng = np.random.default_rng(1)
+    line = np.linspace([0, 0, 0, 0.04, -0.04], [0.3, 0, 0.1, 0.0, 0.0], length)
+    return ReferenceSet(tuple(line + rng.normal(0, 0.002, line.shape) for _ in range(n)))
+
+
+def test_global_quality_near_references_stays_high_and_drops_off_them():
+    refs = _references()
+    on_track, off_track = GlobalQuality(refs, CFG), GlobalQuality(refs, CFG)
+    line = np.linspace([0, 0, 0, 0.04, -0.04], [0.3, 0, 0.1, 0.0, 0.0], 50)
+    for t, point in enumerate(line):
+        on_track.update(t, point)
+        off_track.update(t, point + np.array([0, 0.15, 0, 0, 0]))  # 15 cm to the side
+    assert on_track.distance < 0.02 and on_track.value > 0.8
+    assert off_track.distance > 0.14 and off_track.value < 0.35
+
+
+def test_global_quality_compares_within_the_same_progress_bin():
+    refs = _references()
+    late = GlobalQuality(refs, CFG)
+    for t in range(5):
+        late.update(t, np.array([0.3, 0, 0.1, 0, 0]))  # at the goal already at the start: unusual
+    assert late.distance > 0.2
+
+
+def test_mix_of_local_and_global():
+    monitor = QualityMonitor(_references(), QualityConfig(mix=0.25))
+    monitor.local.value, monitor.global_.value = 1.0, 0.0
+    assert monitor.value == pytest.approx(0.25)
+    assert QualityMonitor(None).value == 1.0  # local only without references
+
+
+def test_references_round_trip_and_missing_message(tmp_path):
+    save_references(tmp_path / "s" / "t.npz", list(_references(3).trajectories))
+    assert len(load_references(tmp_path, "s", "t").trajectories) == 3
+    with pytest.raises(MissingReferencesError, match="recovery build-references --suite s"):
+        load_references(tmp_path, "s", "other")
+
+
+def test_rule_flags():
+    assert rule_flags(np.linspace(0.9, 0.5, 8))["decline"]
+    assert not rule_flags(np.linspace(0.5, 0.9, 8))["decline"]
+    assert rule_flags(np.full(8, 0.6) + np.random.default_rng(0).normal(0, 0.005, 8))["plateau"]
+    drop = np.array([0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.6, 0.6])
+    assert rule_flags(drop)["abrupt_drop"]
+    recovered = np.array([0.9, 0.9, 0.9, 0.9, 0.9, 0.6, 0.85, 0.88])
+    assert not rule_flags(recovered)["abrupt_drop"]
+    assert not any(rule_flags(np.linspace(0.2, 0.9, 5)).values())  # too short to judge
+
+
+def test_tvr_target_positive_on_decline_negative_on_rise():
+    falling, rising = np.linspace(0.8, 0.2, 20), np.linspace(0.2, 0.8, 20)
+    assert tvr_targets(falling)[:10].min() > 0
+    assert tvr_targets(rising)[:10].max() < 0
+    assert history_features(np.array([0.5]), 8).shape == (17,)
+
+
+def test_risk_head_learns_to_separate_decline_from_rise():
+    rng = np.random.default_rng(0)
+    traces = [np.clip(np.linspace(0.8, 0.1, 40) + rng.normal(0, 0.01, 40), 0, 1) for _ in range(10)]
+    traces += [np.clip(np.linspace(0.3, 0.95, 40) + rng.normal(0, 0.01, 40), 0, 1) for _ in range(10)]
+    head = fit_risk_head(traces, epochs=30)
+    monitor = RiskMonitor(head)
+    for v in np.linspace(0.8, 0.3, 15):
+        falling = monitor.update(v)
+    monitor.reset()
+    for v in np.linspace(0.3, 0.8, 15):
+        rising = monitor.update(v)
+    assert falling > rising + 0.05
+
+
+def test_discounted_outcome_and_auroc():
+    assert discounted_outcome(3, False).tolist() == [0, 0, 0]
+    np.testing.assert_allclose(discounted_outcome(3, True, 0.5), [0.25, 0.5, 1.0])
+    assert auroc(np.array([0.9, 0.8, 0.1, 0.2]), np.array([1, 1, 0, 0])) == 1.0
+    assert auroc(np.array([0.5, 0.5]), np.array([1, 0])) == 0.5

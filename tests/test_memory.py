@@ -1,0 +1,44 @@
+import numpy as np
+
+from recovery.backend import EefPose
+from recovery.memory import EpisodicMemory, NominalMemory, NominalState
+
+
+def _state(step, quality, value=0.5, contact_free=True, x=0.0):
+    return NominalState(step, EefPose(np.array([x, 0, 0]), np.eye(3)), quality, value, contact_free)
+
+
+def test_best_recent_and_best_contact_free_respect_their_windows():
+    memory = NominalMemory(capacity=64)
+    for step in range(40):
+        quality = 0.9 if step == 5 else (0.8 if step == 30 else 0.5)
+        memory.add(_state(step, quality, contact_free=step not in (30, 31)))
+    assert memory.best_recent(now=40, horizon=15).step == 30  # step 5 is too old
+    assert memory.best_recent(now=40, horizon=40).step == 5
+    best_free = memory.best_contact_free(now=40, horizon=30)
+    assert best_free.contact_free and best_free.step not in (30, 31)
+    assert memory.start.step == 0
+
+
+def test_capacity_bounds_memory_but_keeps_the_start():
+    memory = NominalMemory(capacity=10)
+    for step in range(100):
+        memory.add(_state(step, 0.5))
+    assert len(memory) == 10 and memory.start.step == 0
+    assert memory.best_recent(now=100, horizon=200).step == 99  # latest wins ties
+
+
+def test_empty_windows_return_none():
+    memory = NominalMemory()
+    assert memory.best_recent(now=0) is None
+    memory.add(_state(0, 0.5, contact_free=False))
+    assert memory.best_contact_free(now=1) is None
+
+
+def test_episodic_memory_keeps_highest_value_per_progress_bin():
+    bank = EpisodicMemory(bins=10, per_bin=2)
+    for i, value in enumerate([0.1, 0.9, 0.5, 0.7]):
+        bank.add(_state(i, 0.5, value=value, x=i), progress=0.42)
+    assert bank.best(0.45).value == 0.9
+    assert bank.best(0.95) is None
+    assert bank.best(0.41, near=np.array([3.0, 0, 0])).value in (0.9, 0.7)

@@ -1,0 +1,104 @@
+"""The supervisor, rollbacks and disturbances on real short LIBERO episodes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from critics.quality import QualityMonitor
+from recovery.evaluation.episode import run_episode
+from recovery.evaluation.trajectory import TrajectoryRecorder
+from recovery.modes import Mode
+from recovery.rollback import RollbackConfig
+from recovery.selectors import NoneSelector, RuleSelector
+from recovery.supervisor import Supervisor, SupervisorConfig
+from sim.disturbances import DisturbanceConfig, DisturbedBackend
+from vla_wrappers.broker import ChunkBroker
+from vla_wrappers.registry import make_policy
+
+
+class ScriptedSelector:
+    """Chooses given modes at given steps (a test double for the selector interface)."""
+
+    def __init__(self, plan: dict[int, Mode]):
+        self.plan = plan
+
+    def reset(self) -> None:
+        pass
+
+    def decide(self, ctx) -> Mode:
+        return self.plan.get(ctx.step, Mode.EXECUTE)
+
+
+def _supervisor(backend, selector, rollback="physical", **config):
+    broker = ChunkBroker(make_policy("expert", backend), replan_every=5)
+    return Supervisor(backend, broker, selector, QualityMonitor(None),
+                      config=SupervisorConfig(rollback=RollbackConfig(kind=rollback), keep_trace=True, **config))
+
+
+def test_none_selector_is_transparent(object_backend):
+    plain = run_episode(object_backend, ChunkBroker(make_policy("expert", object_backend)), 0, 7, 280)
+    supervised = run_episode(object_backend, _supervisor(object_backend, NoneSelector()), 0, 7, 280)
+    assert plain.success and (supervised.success, supervised.steps) == (True, plain.steps)
+    assert supervised.extras["rollbacks"] == 0 and supervised.extras["modes"] == {"EXECUTE": plain.steps // 5}
+
+
+def test_physical_retry_returns_to_a_remembered_pose(object_backend):
+    supervisor = _supervisor(object_backend, ScriptedSelector({40: Mode.RETRY}), max_rollbacks=1)
+    outcome = run_episode(object_backend, supervisor, 1, 7, 280)
+    (decision,) = outcome.extras["trace"]["decisions"]
+    assert decision["mode"] == "RETRY" and 40 - 15 <= decision["target_step"] < 40
+    assert decision["reached"] and decision["steps"] > 0
+    assert outcome.extras["recovery_steps"] == decision["steps"]
+    assert len(outcome.extras["trace"]["quality"]) == outcome.steps  # recovery steps stay out of the history
+    assert outcome.success  # the expert picks up from there
+
+
+def test_snapshot_rollback_is_bit_exact(object_backend):
+    supervisor = _supervisor(object_backend, ScriptedSelector({30: Mode.REPAIR}), rollback="snapshot")
+    object_backend.reset(2, 7)
+    supervisor.reset(object_backend.instruction)
+    obs = object_backend.observe()
+    target = None
+    for step in range(31):
+        action = supervisor.act(obs)
+        if step == 30:
+            target = supervisor.memory.best_contact_free(30, 30)
+            restored = object_backend.snapshot()
+        obs = object_backend.step(action).observation
+    np.testing.assert_array_equal(restored.physics, target.snapshot.physics)
+    assert supervisor.summary()["note"].startswith("snapshot rollback: simulation-only")
+
+
+def test_rule_selector_intervenes_on_a_stalled_arm_within_budget(object_backend):
+    class PushDown(ChunkBroker):  # full downward actions into the floor: no motion, low quality
+        def act(self, obs):
+            return np.array([0, 0, -1.0, 0, 0, 0, -1.0])
+
+    broker = PushDown(make_policy("zero", object_backend))
+    supervisor = Supervisor(object_backend, broker, RuleSelector(), QualityMonitor(None),
+                            config=SupervisorConfig(max_rollbacks=2))
+    outcome = run_episode(object_backend, supervisor, 0, 7, 150)
+    assert outcome.extras["rollbacks"] == 2  # it fired, and the budget capped it
+    assert outcome.steps + outcome.extras["recovery_steps"] >= 150 - 1
+
+
+@pytest.mark.parametrize("name", ["action_noise", "object_push", "gripper_open", "obs_noise"])
+def test_disturbances_are_reproducible_recorded_and_felt(object_backend, name):
+    disturbed = DisturbedBackend(object_backend, DisturbanceConfig(name=name, onset_min=20, onset_max=30), 0)
+
+    def observed_states(backend, init):
+        recorder = TrajectoryRecorder()
+        run_episode(backend, ChunkBroker(make_policy("expert", backend)), init, 7, 80, (recorder,))
+        return recorder.arrays()["state"]
+
+    first, record = observed_states(disturbed, 3), disturbed.record()
+    again, record_again = observed_states(disturbed, 3), disturbed.record()
+    assert record == record_again and 20 <= record["onset"] <= 30 and record["fired_at"] >= record["onset"]
+    np.testing.assert_array_equal(first, again)  # same episode seed: the same disturbance
+    nominal = observed_states(object_backend, 3)
+    fired = record["fired_at"]
+    assert np.array_equal(first[:fired], nominal[:fired])  # nothing before the onset
+    assert not np.array_equal(first, nominal[: len(first)])  # and something after it
+    other = observed_states(disturbed, 4)
+    assert disturbed.record() != record or not np.array_equal(other, first)

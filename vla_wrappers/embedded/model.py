@@ -1,0 +1,85 @@
+"""The network (an MLP from features to an action chunk) and its checkpoint format."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from vla_wrappers.base import PolicyConfigError
+from recovery.features import FeatureLayout
+
+CHECKPOINT_FORMAT = "agentic-recovery/embedded-policy"
+CHECKPOINT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class NetConfig:
+    horizon: int = 8  # actions per chunk (the broker executes the first 5, then re-plans)
+    hidden: int = 512
+    layers: int = 3
+
+
+class ChunkMLP(nn.Module):
+    """Normalised features -> (horizon, 7) actions in [-1, 1]."""
+
+    def __init__(self, in_size: int, config: NetConfig):
+        super().__init__()
+        self.config = config
+        dims = [in_size] + [config.hidden] * config.layers
+        blocks: list[nn.Module] = []
+        for a, b in zip(dims[:-1], dims[1:]):
+            blocks += [nn.Linear(a, b), nn.GELU()]
+        self.body = nn.Sequential(*blocks, nn.Linear(dims[-1], config.horizon * 7))
+        self.register_buffer("feat_mean", torch.zeros(in_size))
+        self.register_buffer("feat_std", torch.ones(in_size))
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        x = (features - self.feat_mean) / self.feat_std
+        return torch.tanh(self.body(x)).view(-1, self.config.horizon, 7)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    layout: FeatureLayout
+    net: ChunkMLP
+    suite: str
+    training: dict  # how it was made: command, seed, epochs, minutes, demos
+
+    def save(self, path: Path) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        torch.save({
+            "format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "suite": self.suite,
+            "object_names": list(self.layout.object_names), "instructions": list(self.layout.instructions),
+            "net": asdict(self.net.config), "state_dict": self.net.state_dict(), "training": self.training,
+        }, tmp)
+        tmp.replace(path)  # atomic: an interrupted save never leaves half a checkpoint
+
+    @classmethod
+    def load(cls, path: Path, device: str = "cpu") -> "Checkpoint":
+        try:
+            raw = torch.load(path, map_location=device, weights_only=True)
+        except Exception as exc:
+            raise PolicyConfigError(f"{path} is not a readable checkpoint: {exc}") from exc
+        if raw.get("format") != CHECKPOINT_FORMAT or raw.get("version") != CHECKPOINT_VERSION:
+            raise PolicyConfigError(
+                f"{path}: checkpoint format {raw.get('format')!r} v{raw.get('version')}; this version reads "
+                f"{CHECKPOINT_FORMAT!r} v{CHECKPOINT_VERSION}"
+            )
+        layout = FeatureLayout(tuple(raw["object_names"]), tuple(raw["instructions"]))
+        net = ChunkMLP(layout.size, NetConfig(**raw["net"]))
+        net.load_state_dict(raw["state_dict"])
+        return cls(layout, net.to(device).eval(), raw["suite"], raw["training"])
+
+
+def resolve_device(name: str) -> str:
+    """``auto`` picks CUDA when present; nothing here assumes a GPU."""
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise PolicyConfigError(f"device {name!r} asked for, but torch sees no CUDA device")
+    return name
