@@ -11,8 +11,17 @@ $(STAMP): setup.py
 
 install: $(STAMP)
 
+# The main job at a small scale: the embedded policy on 2 libero_object tasks, 3 init states each,
+# nominal and under the action-noise burst, without (selector none) and with (rule) recovery.
+DEMO := recovery eval --suite libero_object --tasks 0 1 --episodes 3 --workers 2 --policy embedded \
+	--out results/demo.jsonl --no-progress
+
 demo: $(STAMP)
-	recovery eval --suite libero_object --tasks 0 1 --episodes 3 --workers 2 --out results/demo.jsonl
+	$(DEMO) --selector none
+	$(DEMO) --selector rule
+	$(DEMO) --selector none --disturbance action_noise
+	$(DEMO) --selector rule --disturbance action_noise
+	recovery compare results/demo.jsonl --out results/demo_comparison.md
 
 test: $(STAMP)
 	$(PYTHON) -m pytest -q

@@ -11,6 +11,10 @@ setup(
     license="MIT",
     python_requires=">=3.10",
     packages=find_packages(include=["recovery*", "vla_wrappers*", "critics*", "sim*"]),
+    package_data={  # shipped so that the main job runs on a fresh machine with no download
+        "vla_wrappers.embedded": ["checkpoints/*.pt"],
+        "critics": ["checkpoints/*.pt", "checkpoints/*.json", "references/*/*.npz"],
+    },
     install_requires=[
         # CPU build here; a GPU user installs the CUDA build of the same version first (README).
         "torch==2.13.0",

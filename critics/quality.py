@@ -78,13 +78,18 @@ class ReferenceSet:
     def typical_length(self) -> float:
         return float(np.median([len(t) for t in self.trajectories]))
 
-    def bin_points(self, bins: int) -> list[list[np.ndarray]]:
-        """points[bin][ref] = the states of reference ``ref`` whose progress falls in ``bin``."""
-        out: list[list[np.ndarray]] = [[] for _ in range(bins)]
-        for traj in self.trajectories:
-            which = np.minimum((np.arange(len(traj)) * bins) // len(traj), bins - 1)
-            for b in range(bins):
-                out[b].append(traj[which == b])
+    def bin_points(self, bins: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per progress bin: the stacked states of all references in it, and the index in that
+        stack where each reference's states start (for a per-reference minimum in one pass)."""
+        out = []
+        for b in range(bins):
+            parts = []
+            for traj in self.trajectories:
+                which = np.minimum((np.arange(len(traj)) * bins) // len(traj), bins - 1)
+                if np.any(which == b):
+                    parts.append(traj[which == b])
+            starts = np.cumsum([0] + [len(p) for p in parts[:-1]])
+            out.append((np.concatenate(parts) if parts else np.empty((0, self.trajectories[0].shape[1])), starts))
         return out
 
 
@@ -105,9 +110,9 @@ class GlobalQuality:
 
     def update(self, step: int, feature: np.ndarray) -> float:
         cfg = self.config
-        b = min(int(step * cfg.bins / self._length), cfg.bins - 1)
-        nearest_per_ref = [np.min(np.linalg.norm(pts - feature, axis=1)) for pts in self._bins[b] if len(pts)]
-        self.distance = float(np.mean(sorted(nearest_per_ref)[: cfg.k_nearest]))
+        points, starts = self._bins[min(int(step * cfg.bins / self._length), cfg.bins - 1)]
+        nearest_per_ref = np.minimum.reduceat(np.linalg.norm(points - feature, axis=1), starts)
+        self.distance = float(np.mean(np.sort(nearest_per_ref)[: cfg.k_nearest]))
         self.value = cfg.beta * self.value + (1 - cfg.beta) * float(np.exp(-cfg.alpha * self.distance))
         return self.value
 

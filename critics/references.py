@@ -14,6 +14,9 @@ import numpy as np
 from critics.quality import ReferenceSet
 
 
+SHIPPED = Path(__file__).parent / "references"  # libero_object / libero_spatial, from the expert's demos
+
+
 class MissingReferencesError(FileNotFoundError):
     """No reference trajectories for a task; the message names the command that builds them."""
 
@@ -31,7 +34,7 @@ def reference_path(root: Path, suite: str, task_name: str) -> Path:
 def save_references(path: Path, trajectories: list[np.ndarray]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.stem + ".tmp.npz")
-    np.savez_compressed(tmp, **{f"ref_{i:03d}": t for i, t in enumerate(trajectories)})
+    np.savez_compressed(tmp, **{f"ref_{i:03d}": t.astype(np.float32) for i, t in enumerate(trajectories)})
     tmp.replace(path)
 
 
@@ -43,7 +46,7 @@ def load_references(root: Path, suite: str, task_name: str) -> ReferenceSet:
             f"recovery build-references --suite {suite} --references {root}"
         )
     with np.load(path) as data:
-        return ReferenceSet(tuple(data[k] for k in sorted(data.files)))
+        return ReferenceSet(tuple(data[k].astype(np.float64) for k in sorted(data.files)))
 
 
 def build_references(demos_dir: Path, suite: str, root: Path) -> dict[str, int]:

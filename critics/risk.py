@@ -42,7 +42,8 @@ def rule_flags(values: np.ndarray, config: RiskConfig = RiskConfig()) -> dict[st
     span = v.max() - v.min()
     norm = (v - v.min()) / span if span > 1e-9 else np.zeros_like(v)
     deltas = np.diff(norm)
-    slope = np.polyfit(np.arange(len(norm)), norm, 1)[0]
+    x = np.arange(len(norm)) - (len(norm) - 1) / 2
+    slope = float(x @ (norm - norm.mean()) / (x @ x))  # least-squares slope
     flags["decline"] = bool(slope <= config.decline_slope and norm[0] - norm[-1] >= config.decline_drop
                             and np.mean(deltas < 0) >= config.decline_share)
     raw_deltas = np.diff(v)

@@ -7,6 +7,8 @@ import logging
 import sys
 from pathlib import Path
 
+from critics.references import SHIPPED as REFERENCES_SHIPPED
+
 EPILOG = """examples:
   recovery tasks --suite libero_object
   recovery eval --suite libero_object --tasks 0 1 --episodes 5 --workers 2
@@ -110,6 +112,26 @@ def _add_policy_args(parser: argparse.ArgumentParser, default: str) -> None:
                         help="policy setting, repeatable (e.g. openpi: host=10.0.0.2 port=8000 timeout_s=5)")
 
 
+def _add_recovery_args(parser: argparse.ArgumentParser, selector_default: str | None,
+                       disturbance_default: str) -> None:
+    rec = parser.add_argument_group("recovery" + ("" if selector_default else " (the supervisor; off unless "
+                                                                            "--selector is given)"))
+    rec.add_argument("--selector", choices=["none", "rule"], default=selector_default,
+                     help="mode selector; 'none' = supervisor that never intervenes (the baseline with "
+                     "identical bookkeeping)")
+    rec.add_argument("--rollback", choices=["physical", "snapshot"], default="physical",
+                     help="physical: drive the arm back (what a real arm can do, default); snapshot: restore the "
+                     "simulator (simulation-only upper bound)")
+    rec.add_argument("--references", type=Path, default=REFERENCES_SHIPPED,
+                     help="reference trajectories of the global quality metric (default: the shipped ones for "
+                     "libero_object / libero_spatial; `recovery build-references` makes your own)")
+    rec.add_argument("--critic", type=Path, help="value critic (default: the shipped one for the suite, if any)")
+    rec.add_argument("--max-rollbacks", type=int, default=3, help="recovery budget per episode (default 3)")
+    rec.add_argument("--disturbance", default=disturbance_default,
+                     help="none, action_noise (5-step burst, magnitude 3.0), object_push, gripper_open, obs_noise, "
+                     f"action_jitter (default {disturbance_default})")
+
+
 def _cmd_policies(args: argparse.Namespace) -> int:
     from vla_wrappers.registry import POLICIES
 
@@ -123,7 +145,8 @@ def _cmd_collect_demos(args: argparse.Namespace) -> int:
 
     counts = collect_demos(DemoConfig(
         suite=args.suite, tasks=tuple(args.tasks), demos_per_task=args.demos, policy=args.policy, seed=args.seed,
-        from_init_states=args.from_init_states, workers=args.workers, out_dir=args.out, images=args.images,
+        from_init_states=args.from_init_states, disturbance=args.disturbance, workers=args.workers,
+        out_dir=args.out, images=args.images,
         progress=not args.no_progress,
     ))
     for name, count in counts.items():
@@ -250,18 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--replan-every", type=int, default=5, help="actions executed per policy chunk (default 5)")
     ev.add_argument("--camera-size", type=int, default=256, help="camera resolution when images are needed")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
-    rec = ev.add_argument_group("recovery (the supervisor; off unless --selector is given)")
-    rec.add_argument("--selector", choices=["none", "rule"], help="mode selector; 'none' = supervisor that never "
-                     "intervenes (the baseline with identical bookkeeping)")
-    rec.add_argument("--rollback", choices=["physical", "snapshot"], default="physical",
-                     help="physical: drive the arm back (what a real arm can do, default); snapshot: restore the "
-                     "simulator (simulation-only upper bound)")
-    rec.add_argument("--references", type=Path, default=Path("references"),
-                     help="reference trajectories for the global quality metric (recovery build-references)")
-    rec.add_argument("--critic", type=Path, help="value critic (default: the shipped one for the suite, if any)")
-    rec.add_argument("--max-rollbacks", type=int, default=3, help="recovery budget per episode (default 3)")
-    ev.add_argument("--disturbance", default="none",
-                    help="none, action_noise (5-step burst, magnitude 3.0), object_push, gripper_open, obs_noise")
+    _add_recovery_args(ev, selector_default=None, disturbance_default="none")
     ev.set_defaults(func=_cmd_eval)
 
     cd = sub.add_parser(
@@ -277,6 +289,8 @@ def build_parser() -> argparse.ArgumentParser:
     cd.add_argument("--policy", default="expert", help="demonstrator (default expert)")
     cd.add_argument("--seed", type=int, default=1000, help="seed of layout 0 (default 1000)")
     cd.add_argument("--from-init-states", action="store_true", help="use the fixed init states 0..N-1 instead")
+    cd.add_argument("--disturbance", default="action_jitter",
+                    help="execution noise while recording (default action_jitter: DART; 'none' for clean runs)")
     cd.add_argument("--workers", type=int, default=1)
     cd.add_argument("--out", type=Path, default=Path("demos"), help="output directory (default demos/)")
     cd.add_argument("--images", action="store_true", help="also record both camera images (slow)")
@@ -340,12 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     pe.add_argument("--init", type=int, default=0, help="init state index (default 0)")
     pe.add_argument("--seed", type=int, default=7)
     _add_policy_args(pe, "embedded")
-    pe.add_argument("--selector", choices=["none", "rule"], default="rule")
-    pe.add_argument("--rollback", choices=["physical", "snapshot"], default="physical")
-    pe.add_argument("--disturbance", default="action_noise")
-    pe.add_argument("--references", type=Path, default=Path("references"))
-    pe.add_argument("--critic", type=Path)
-    pe.add_argument("--max-rollbacks", type=int, default=3)
+    _add_recovery_args(pe, selector_default="rule", disturbance_default="action_noise")
     pe.add_argument("--out", type=Path, default=Path("results/episode_trace.png"))
     pe.set_defaults(func=_cmd_plot_episode)
 
@@ -375,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (UnknownTaskError, TooManyEpisodesError, PolicyConfigError, MissingReferencesError,
-            UnknownDisturbanceError, UnknownSelectorError) as exc:
+            UnknownDisturbanceError, UnknownSelectorError, FileNotFoundError) as exc:
         print(f"recovery {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -4,7 +4,7 @@ Layout of ``DIR/SUITE/TASK_NAME.hdf5``::
 
     data                      attrs: suite, task, task_name, instruction, bddl_file, policy
     data/demo_<k>             attrs: init (-1: sampled layout), seed, num_steps
-        actions               (T, 7)  what the policy executed
+        actions               (T, 7)  what the policy chose (before any disturbance of the execution)
         states                (T, S)  LIBERO's flattened sim state before each action (replayable)
         obs/state             (T, 8)  eef pos + axis-angle + fingers (the standard protocol state)
         obs/eef_pos, obs/eef_quat, obs/gripper_qpos, obs/joint_pos
@@ -14,7 +14,9 @@ Layout of ``DIR/SUITE/TASK_NAME.hdf5``::
 By default demo k starts from a layout sampled with seed SEED + k from the task's placement
 regions (the distribution of the fixed init states, but none of them), so that a policy trained
 on the demos is evaluated on init states it never saw. ``--from-init-states`` uses the fixed
-init states instead (demo k = init state k). Every attempt is logged in
+init states instead (demo k = init state k). By default the execution is jittered (DART, see
+``sim.disturbances``): states come from the noisy execution, actions are the expert's clean
+choices. Every attempt is logged in
 ``DIR/SUITE/attempts.jsonl``; rerunning resumes where it stopped.
 """
 
@@ -40,6 +42,7 @@ class DemoConfig:
     policy: str = "expert"
     seed: int = 1000  # far from the evaluation seed (7)
     from_init_states: bool = False
+    disturbance: str = "action_jitter"  # DART: noisy execution, clean expert labels (see sim.disturbances)
     workers: int = 1
     out_dir: Path = Path("demos")
     images: bool = False
@@ -84,7 +87,7 @@ def collect_demos(config: DemoConfig) -> dict[str, int]:
     evaluate(
         EvalConfig(suite=config.suite, tasks=tuple(t.index for t in tasks), episodes=config.demos_per_task,
                    sampled_layouts=not config.from_init_states, policy=config.policy, seed=config.seed,
-                   workers=config.workers,
+                   workers=config.workers, disturbance=config.disturbance,
                    out=Path(config.out_dir) / config.suite / "attempts.jsonl", record_trajectories=True,
                    record_images=config.images, progress=config.progress),
         on_record=save_success,

@@ -5,6 +5,9 @@
 - ``object_push``: the task's first object of interest is shoved sideways at the onset.
 - ``gripper_open``: once the policy has held the gripper closed for a while, it is forced open.
 - ``obs_noise``: a burst of Gaussian noise on the observed positions (the policy sees it; physics not).
+- ``action_jitter``: small Gaussian noise on every arm action, all episode long. Collecting
+  demonstrations under it (DART) shows the expert correcting from states just off its path, while
+  the recorded labels stay the expert's clean actions: imitation becomes far less brittle.
 
 ``DisturbedBackend`` wraps a LiberoBackend; recovery motion (``move_to``) is never disturbed.
 """
@@ -18,7 +21,7 @@ import numpy as np
 
 from recovery.backend import GRIPPER_OPEN, Observation, RobotBackend, StepResult, validate_action
 
-DISTURBANCES = ("none", "action_noise", "object_push", "gripper_open", "obs_noise")
+DISTURBANCES = ("none", "action_noise", "object_push", "gripper_open", "obs_noise", "action_jitter")
 
 
 class UnknownDisturbanceError(ValueError):
@@ -34,6 +37,7 @@ class DisturbanceConfig:
     magnitude: float = 3.0  # action noise std; obs noise std is magnitude * 1 cm
     push_speed: float = 0.6  # m/s given to the pushed object
     hold_steps: int = 12  # gripper_open: closed this long counts as holding
+    jitter_std: float = 0.1  # action_jitter: std on the 6 arm dimensions (unit action = 5 cm goal shift)
 
     def __post_init__(self) -> None:
         if self.name not in DISTURBANCES:
@@ -73,7 +77,9 @@ class DisturbedBackend(RobotBackend):
     def step(self, action: np.ndarray) -> StepResult:
         action = validate_action(action)
         active = self._active(action)
-        if active and self.config.name == "action_noise":
+        if self.config.name == "action_jitter" and self._t >= 0:
+            action = np.clip(action + np.r_[self.config.jitter_std * self._rng.standard_normal(6), 0.0], -1.0, 1.0)
+        elif active and self.config.name == "action_noise":
             action = np.clip(action + self.config.magnitude * self._rng.standard_normal(7), -1.0, 1.0)
         elif active and self.config.name == "gripper_open":
             action = np.r_[action[:6], GRIPPER_OPEN]

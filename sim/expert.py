@@ -30,7 +30,8 @@ from sim.servo import ServoGains, rotation_error, servo_action
 log = logging.getLogger(__name__)
 
 OPEN, CLOSE = -1.0, 1.0
-MAX_OPENING = 0.07  # objects narrower than this (of the 8 cm finger stroke) are grasped whole
+MAX_OPENING = 0.077  # objects narrower than this (of the 8 cm finger stroke) are grasped whole
+TIGHT_MARGIN = 0.012  # objects within this of MAX_OPENING need a precisely aligned wrist
 RIM_INSET = 0.012  # rim pinch: grip point this far inside the outer wall
 GRASP_DEPTH = 0.028  # top-down grasp: grip point this far below the object's top
 FINGER_CLEARANCE = 0.012  # grip point at least this high above the support (fingertips below it)
@@ -39,6 +40,7 @@ LIFT_CHECK = 0.02  # an object that rose less than this was not grasped
 CARRY_MARGIN = 0.04  # carried object's bottom clears obstacles by this much
 HAND_MARGIN = 0.07  # empty hand's grip point clears obstacles by this much (fingertips hang below)
 ATTEMPTS = 3
+DRAWER_TRAVEL = 0.22  # how far a drawer is pulled out
 # Panda hand in the grip-site frame (x closing, z down), measured from its collision geoms:
 # (half extent in x, y), z range, weight. The palm is 20 cm wide along the closing axis; the
 # last box covers the path the palm sweeps on its vertical approach.
@@ -52,6 +54,7 @@ Actions = Generator[np.ndarray, None, bool]
 class Grasp:
     pos: np.ndarray  # grip-site target
     rot: np.ndarray  # grip-site orientation (fingers close along its x axis)
+    rot_tol: float = 0.05  # how well the wrist must be aligned before closing
 
 
 def down_rotation(closing_dir: np.ndarray) -> np.ndarray:
@@ -113,7 +116,8 @@ class ScriptedExpert:
             for _ in range(ATTEMPTS):
                 if self._holds(clause) and clause[0] not in ("on", "in"):
                     break
-                if (yield from self._skill(clause)) and self._holds(clause):
+                done = yield from self._skill(clause)
+                if done and (clause[0] == "stage" or self._holds(clause)):
                     break
         while True:
             yield self._hold_action(self._last[6])
@@ -127,6 +131,8 @@ class ScriptedExpert:
         for clause in goal:  # "put it in the drawer" needs the drawer open first
             if clause[0] == "in" and self._drawer_joint(clause[2]) and ["open", clause[2]] not in goal \
                     and ["close", clause[2]] not in goal:
+                if self._in_drawer_sweep(clause[1], clause[2]):  # move it out of the drawer's way
+                    plan.append(["stage", clause[1], clause[2]])
                 plan.append(["open", clause[2]])
         return plan + sorted(goal, key=lambda c: rank.get(c[0], 1))
 
@@ -140,6 +146,8 @@ class ScriptedExpert:
         pred = clause[0]
         if pred in ("on", "in"):
             return (yield from self._pick_and_place(clause[1], clause[2], pred))
+        if pred == "stage":
+            return (yield from self._stage(clause[1], clause[2]))
         if pred in ("open", "close") and self._drawer_joint(clause[1]):
             return (yield from self._drawer(clause[1], opening=pred == "open"))
         if pred == "close" and clause[1] in self.env.fixtures_dict:
@@ -191,25 +199,35 @@ class ScriptedExpert:
 
     # --- pick and place ----------------------------------------------------------------------
     def _plan_grasp(self, obj: str) -> Grasp:
-        """Top-down across the narrowest axis if the object fits the fingers, else a rim pinch."""
+        """Top-down across the narrowest axis if the object fits the fingers, or failing that if
+        the slice the finger pads close on does (a pot whose handle makes it wide); otherwise a
+        rim pinch."""
         pts = scene.entity_points(self.env, obj)
         lo, hi = pts.min(axis=0), pts.max(axis=0)
-        yaw, width = scene.narrow_yaw(pts)
+        z = max(hi[2] - GRASP_DEPTH, lo[2] + FINGER_CLEARANCE)
         _, cur_rot = self._pose()
-        if width < MAX_OPENING:
-            across = np.array([np.cos(yaw), np.sin(yaw), 0.0])
-            along = np.array([-across[1], across[0], 0.0])
-            xy = pts[:, :2]
-            centre = across[:2] * (xy @ across[:2]).min() + across[:2] * width / 2 \
-                + along[:2] * ((xy @ along[:2]).max() + (xy @ along[:2]).min()) / 2
-            z = max(hi[2] - GRASP_DEPTH, lo[2] + FINGER_CLEARANCE)
-            return Grasp(np.r_[centre, z], self._closest(down_rotation(across), cur_rot))
+        for part in (pts, pts[np.abs(pts[:, 2] - z) < 0.02]):
+            if len(part) < 3:
+                continue
+            yaw, width = scene.narrow_yaw(part)
+            tight = width > MAX_OPENING - TIGHT_MARGIN  # a few mm to spare: align to 0.5 deg
+            if tight:
+                yaw, width = scene.narrow_yaw(part, steps=360)
+            if width < MAX_OPENING:
+                across = np.array([np.cos(yaw), np.sin(yaw), 0.0])
+                along = np.array([-across[1], across[0], 0.0])
+                xy = part[:, :2]
+                centre = across[:2] * ((xy @ across[:2]).min() + width / 2) \
+                    + along[:2] * ((xy @ along[:2]).max() + (xy @ along[:2]).min()) / 2
+                return Grasp(np.r_[centre, z], self._closest(down_rotation(across), cur_rot),
+                             0.015 if tight else 0.05)
         return self._rim_grasp(obj, pts, cur_rot)
 
     def _rim_grasp(self, obj: str, pts: np.ndarray, cur_rot: np.ndarray) -> Grasp:
         """Pinch the wall of a wide object where the hand has room, preferring little wrist
         rotation. The local rim height is used, so tilted bowls are pinched at their real rim."""
         centre = (pts.min(axis=0) + pts.max(axis=0)) / 2
+        low = pts[:, 2].min()  # flat objects (plates): keep the fingertips off the table
         obstacles = self._obstacle_points({obj})
         best, best_score = None, -np.inf
         for angle in np.linspace(0, 2 * np.pi, 8, endpoint=False):
@@ -221,7 +239,7 @@ class ScriptedExpert:
                 continue
             outer = radial[band].max()
             rim_top = pts[band & (radial > outer - 0.025), 2].max()
-            grip = np.r_[centre[:2] + d[:2] * (outer - RIM_INSET), rim_top - 0.02]
+            grip = np.r_[centre[:2] + d[:2] * (outer - RIM_INSET), max(rim_top - 0.02, low + FINGER_CLEARANCE)]
             rot = self._closest(down_rotation(d), cur_rot)
             turn = np.linalg.norm(rotation_error(cur_rot, rot))
             score = self._clearance(grip, rot, obstacles) - 0.01 * turn
@@ -264,7 +282,7 @@ class ScriptedExpert:
         hover = max(top + HOVER, self._corridor_top(obj, cur[:2], grasp.pos[:2]) + HAND_MARGIN)
         yield from self._gripper(OPEN, 4)
         yield from self._travel(np.r_[grasp.pos[:2], hover], grasp.rot, OPEN, hover)
-        yield from self._move(grasp.pos, grasp.rot, OPEN, max_steps=50, tol=0.004)
+        yield from self._move(grasp.pos, grasp.rot, OPEN, max_steps=50, tol=0.004, rot_tol=grasp.rot_tol)
         yield from self._gripper(CLOSE, 10)
         cur, rot = self._pose()
         yield from self._move(cur + [0, 0, 0.12], rot, CLOSE, max_steps=40, tol=0.01)
@@ -274,10 +292,23 @@ class ScriptedExpert:
         if not (yield from self._pick(obj)):
             yield from self._gripper(OPEN, 8)
             return False
+        return (yield from self._carry_to(obj, *self._place_target(obj, target, pred)))
+
+    def _stage(self, obj: str, region: str) -> Actions:
+        """Set the object down beyond the reach of the drawer that is about to open over it."""
+        out, _ = self._drawer_out(self._drawer_joint(region))
+        box = scene.entity_box(self.env, obj)
+        if not (yield from self._pick(obj)):
+            yield from self._gripper(OPEN, 8)
+            return False
+        return (yield from self._carry_to(obj, box.center[:2] + out[:2] * DRAWER_TRAVEL, box.lo[2] + 0.01))
+
+    def _carry_to(self, obj: str, goal_xy: np.ndarray, bottom_z: float) -> Actions:
+        """Carry the held object over obstacles, lower it until its bottom is at ``bottom_z``
+        with its origin over ``goal_xy``, and let go."""
         grip, rot = self._pose()
         offset = scene.body_pos(self.env, obj) - grip  # object origin relative to the grip point
         hang = grip[2] - scene.entity_box(self.env, obj).lo[2]  # how far the load hangs below
-        goal_xy, bottom_z = self._place_target(obj, target, pred)
         carry = self._corridor_top(obj, grip[:2], goal_xy) + CARRY_MARGIN + hang
         place = np.r_[goal_xy - offset[:2], bottom_z + hang]
         yield from self._travel(place, rot, CLOSE, carry)
@@ -291,13 +322,26 @@ class ScriptedExpert:
         env = self.env
         if target in env.object_sites_dict:
             site = scene.site(env, target)
+            spot = self._region_spot(target, site, obj)
             if pred == "in":  # bottom a little above the region's floor
                 floor = site.pos[2] - np.abs(site.rot @ site.half)[2]
-                return site.pos[:2], floor + 0.02
-            support = self._support_top(site.pos[:2], {obj})
-            return site.pos[:2], support + 0.01
+                return spot, floor + 0.02
+            return spot, self._support_top(spot, {obj}) + 0.01
         box = scene.entity_box(env, target)
         return scene.body_pos(env, target)[:2], box.hi[2] + 0.01
+
+    def _region_spot(self, target: str, site: scene.Site, obj: str) -> np.ndarray:
+        """Where in a region to put ``obj``: the centre, or, when the goal puts several objects
+        into the same region (two pots on one stove), opposite corners so they do not collide."""
+        sharers = [c[1] for c in self.env.parsed_problem["goal_state"] if c[0] in ("on", "in") and c[2] == target]
+        if len(sharers) < 2 or obj not in sharers:
+            return site.pos[:2]
+        radius = scene.narrow_yaw(scene.entity_points(self.env, obj))[1] / 2  # body, not handle
+        half = np.abs(site.half[:2])
+        offset = np.clip(np.minimum(0.6 * half, half - radius - 0.005), 0.0, None)
+        angle = np.pi / 4 + 2 * np.pi * sharers.index(obj) / len(sharers)
+        local = np.r_[offset * np.sign([np.cos(angle), np.sin(angle)]), 0.0]
+        return (site.pos + site.rot @ local)[:2]
 
     def _support_top(self, xy: np.ndarray, exclude: set[str]) -> float:
         """Highest obstacle point within 3 cm of ``xy``: the surface an object would rest on."""
@@ -337,38 +381,48 @@ class ScriptedExpert:
         axis = data.xmat[model.jnt_bodyid[jid]].reshape(3, 3) @ model.jnt_axis[jid]
         return jid, axis / np.linalg.norm(axis)
 
+    def _drawer_out(self, joint: str) -> tuple[np.ndarray, int]:
+        """(horizontal opening direction, drawer body id) of a drawer's slide joint."""
+        jid, axis = self._joint_axis(joint)
+        out = -axis  # qpos goes negative when the drawer opens
+        out[2] = 0.0
+        return out / np.linalg.norm(out), int(self.env.sim.model._model.jnt_bodyid[jid])
+
+    def _in_drawer_sweep(self, obj: str, region: str) -> bool:
+        """Whether the object stands where the drawer will be once pulled open."""
+        out, body = self._drawer_out(self._drawer_joint(region))
+        drawer = scene.geom_points(self.env.sim, scene.body_geoms(self.env.sim, body))
+        swept = np.vstack([drawer, drawer + out * DRAWER_TRAVEL])[:, :2]
+        box = scene.entity_box(self.env, obj)
+        return bool(np.all(box.lo[:2] < swept.max(axis=0)) and np.all(box.hi[:2] > swept.min(axis=0)))
+
     def _drawer(self, region: str, opening: bool) -> Actions:
         """Open: pinch the handle bar with the hand horizontal and pull. Close: push the front."""
         env = self.env
         joint = self._drawer_joint(region)
-        jid, axis = self._joint_axis(joint)
-        out = -axis  # qpos goes negative when the drawer opens
-        out[2] = 0.0
-        out /= np.linalg.norm(out)
-        body = env.sim.model._model.jnt_bodyid[jid]
+        out, body = self._drawer_out(joint)
         geoms = scene.body_geoms(env.sim, body)
         handle_geom = max(geoms, key=lambda g: float((scene.geom_points(env.sim, [g]) @ out).max()))
         handle = scene.geom_points(env.sim, [handle_geom]).mean(axis=0)
         clause = ["open" if opening else "close", region]
-        if opening:
+        if opening:  # hand horizontal, pointing into the drawer, fingers straddling the bar
             rot = np.stack([[0.0, 0.0, 1.0], np.cross(-out, [0.0, 0.0, 1.0]), -out], axis=1)
             yield from self._travel(handle + out * 0.10, rot, OPEN, handle[2] + 0.05)
             yield from self._move(handle, rot, OPEN, max_steps=40, tol=0.004)
             yield from self._gripper(CLOSE, 8)
-            yield from self._ramp(handle, out, 0.02, 0.22, rot, CLOSE, clause)
+            yield from self._ramp(handle, out, 0.02, DRAWER_TRAVEL, rot, CLOSE, clause)
             yield from self._gripper(OPEN, 6)
-            cur, _ = self._pose()
-            yield from self._move(cur + out * 0.08, rot, OPEN, max_steps=20, tol=0.02)
-        else:
+        else:  # closed fingers push the front; the hand is pitched so the palm trails behind them
             _, cur_rot = self._pose()
-            rot = self._closest(down_rotation(np.cross(out, [0.0, 0.0, 1.0])), cur_rot)
-            start = handle + out * 0.05 + [0.0, 0.0, 0.01]
+            down = self._closest(down_rotation(np.cross(out, [0.0, 0.0, 1.0])), cur_rot)
+            rot = axis_rotation(np.cross([0.0, 0.0, -1.0], -out), np.radians(40)) @ down
+            start = handle + out * 0.06
             yield from self._gripper(CLOSE, 4)
             yield from self._travel(start, rot, CLOSE, start[2] + 0.12)
-            travel = -env.sim.data.qpos[env.sim.model.get_joint_qpos_addr(joint)] + 0.05
-            yield from self._ramp(start, -out, 0.015, travel + 0.05, rot, CLOSE, clause)
-            cur, _ = self._pose()
-            yield from self._move(cur + out * 0.05 + [0, 0, 0.08], rot, CLOSE, max_steps=20, tol=0.02)
+            travel = -scene.joint_qpos(env, joint)
+            yield from self._ramp(start, -out, 0.015, travel + 0.08, rot, CLOSE, clause)
+        cur, _ = self._pose()
+        yield from self._move(cur + out * 0.08 + [0, 0, 0.04], rot, OPEN, max_steps=20, tol=0.02)
         return self._holds(clause)
 
     def _ramp(self, start: np.ndarray, direction: np.ndarray, step: float, length: float,

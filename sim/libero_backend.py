@@ -151,15 +151,13 @@ class LiberoBackend(RobotBackend):
 
     def contacts(self) -> ContactInfo:
         model, data = self.raw.sim.model._model, self.raw.sim.data._data
+        geoms = data.contact.geom[: data.ncon]
+        on_robot = self._robot_geoms[geoms]  # (ncon, 2)
         force, touching, f6 = 0.0, set(), np.zeros(6)
-        for i in range(data.ncon):
-            contact = data.contact[i]
-            on_robot1, on_robot2 = self._robot_geoms[contact.geom1], self._robot_geoms[contact.geom2]
-            if on_robot1 == on_robot2:
-                continue
-            mujoco.mj_contactForce(model, data, i, f6)
+        for i in np.flatnonzero(on_robot[:, 0] != on_robot[:, 1]):  # robot vs. the rest of the world
+            mujoco.mj_contactForce(model, data, int(i), f6)
             force += abs(f6[0])
-            other = contact.geom2 if on_robot1 else contact.geom1
+            other = int(geoms[i, 1] if on_robot[i, 0] else geoms[i, 0])
             touching.add(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, other) or f"geom{other}")
         return ContactInfo(force, frozenset(touching))
 

@@ -28,9 +28,6 @@ class Box:
     def center(self) -> np.ndarray:
         return (self.lo + self.hi) / 2.0
 
-    @property
-    def size(self) -> np.ndarray:
-        return self.hi - self.lo
 
 
 def _box_surface(half: np.ndarray, spacing: float = 0.015) -> np.ndarray:
@@ -114,12 +111,13 @@ def site(env: Any, name: str) -> Site:
                 np.asarray(env.object_sites_dict[name].size, dtype=np.float64))
 
 
-def narrow_yaw(points: np.ndarray) -> tuple[float, float]:
+def narrow_yaw(points: np.ndarray, steps: int = 36) -> tuple[float, float]:
     """(yaw, width): the horizontal direction along which the points are narrowest, and the
-    width there. Closing the fingers along this direction gives the most opening margin."""
+    width there, searched over ``steps`` yaws in [0, 180) degrees. Closing the fingers along
+    this direction gives the most opening margin."""
     xy = points[:, :2] - points[:, :2].mean(axis=0)
     best = (0.0, np.inf)
-    for yaw in np.linspace(0.0, np.pi, 36, endpoint=False):
+    for yaw in np.linspace(0.0, np.pi, steps, endpoint=False):
         proj = xy @ np.array([np.cos(yaw), np.sin(yaw)])
         width = float(proj.max() - proj.min())
         if width < best[1]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from critics.references import SHIPPED as REFERENCES_SHIPPED
 from recovery.backend import RobotBackend
 from recovery.evaluation.results import EpisodeSpec
 from recovery.supervisor import SupervisorConfig
@@ -18,7 +19,7 @@ class RecoveryOptions:
 
     selector: str = "rule"
     rollback: str = "physical"
-    references: Path = Path("references")
+    references: Path = REFERENCES_SHIPPED  # `recovery build-references` writes your own
     critic: Path | None = None  # None: the shipped critic of the suite, if any
     supervisor: SupervisorConfig = field(default_factory=SupervisorConfig)
 

@@ -95,7 +95,7 @@ class EpisodeWorker:
 
     def __init__(self, config: EvalConfig):
         self.config = config
-        self._task_key: tuple | None = None
+        self._sim_key: tuple | None = None
         self._backend = None
         self._agent = None
 
@@ -131,7 +131,7 @@ class EpisodeWorker:
         from vla_wrappers.broker import ChunkBroker
         from vla_wrappers.registry import make_policy, policy_class
 
-        if spec.simulator_key() != self._task_key:
+        if spec.simulator_key() != self._sim_key:
             self.close()
             needs_images = (policy_class(spec.policy).needs_images or self.config.video_dir is not None
                             or self.config.record_images)
@@ -141,7 +141,7 @@ class EpisodeWorker:
                                  self.config.replan_every)
             recovery = self.config.recovery
             self._agent = build_supervisor(self._backend, broker, spec, recovery) if recovery else broker
-            self._task_key = spec.simulator_key()
+            self._sim_key = spec.simulator_key()
         return self._backend, self._agent
 
     def close(self) -> None:
@@ -149,7 +149,7 @@ class EpisodeWorker:
             self._agent.close()
         if self._backend is not None:
             self._backend.close()
-        self._task_key, self._backend, self._agent = None, None, None
+        self._sim_key, self._backend, self._agent = None, None, None
 
 
 _worker: EpisodeWorker | None = None

@@ -56,6 +56,7 @@ def train(config: TrainConfig) -> Checkpoint:
     from tqdm import tqdm
 
     start = time.perf_counter()
+    torch.set_num_threads(1)  # on these 2-core machines more threads are many times slower
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     device = resolve_device(config.device)

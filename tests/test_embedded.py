@@ -1,0 +1,83 @@
+"""Demonstrations -> behaviour cloning -> the embedded policy, on the real simulator."""
+
+from __future__ import annotations
+
+import h5py
+import numpy as np
+import pytest
+import torch
+
+from recovery.evaluation.runner import EvalConfig, evaluate
+from recovery.features import FeatureLayout, axis_angle_to_matrix, quat_xyzw_to_matrix
+from sim.demos import DemoConfig, collect_demos, load_demos
+from vla_wrappers.base import PolicyConfigError
+from vla_wrappers.embedded.model import NetConfig
+from vla_wrappers.embedded.policy import SHIPPED, EmbeddedConfig, EmbeddedPolicy
+from vla_wrappers.embedded.train import TrainConfig, chunk_targets, train
+
+
+def test_rotation_features_agree_between_representations():
+    aa = np.array([0.3, -1.2, 2.5])
+    matrix = axis_angle_to_matrix(aa)
+    np.testing.assert_allclose(matrix @ matrix.T, np.eye(3), atol=1e-12)
+    w = np.cos(np.linalg.norm(aa) / 2)
+    xyz = np.sin(np.linalg.norm(aa) / 2) * aa / np.linalg.norm(aa)
+    np.testing.assert_allclose(quat_xyzw_to_matrix(np.r_[xyz, w]), matrix, atol=1e-12)
+    np.testing.assert_allclose(quat_xyzw_to_matrix(-np.r_[xyz, w]), matrix, atol=1e-12)  # sign-free
+
+
+def test_chunk_targets_repeat_the_last_action():
+    actions = np.arange(3)[:, None] * np.ones((3, 7))
+    chunks = chunk_targets(actions, 4)
+    assert chunks.shape == (3, 4, 7) and chunks[1, :, 0].tolist() == [1, 2, 2, 2]
+
+
+def test_layout_slots_absent_objects_as_zeros():
+    layout = FeatureLayout(("a", "b"), ("task one", "task two"))
+    features = layout.featurize(np.zeros(8), {"b": np.r_[1.0, 2.0, 3.0, 0, 0, 0, 1]}, task_id=1)
+    assert features.shape == (layout.size,)
+    assert layout.task_id("task two") == 1 and layout.task_id("nope") is None
+    slot_a = features[11:24]
+    assert not slot_a.any()
+
+
+def test_collect_train_and_run(tmp_path):
+    counts = collect_demos(DemoConfig(suite="libero_object", tasks=(0,), demos_per_task=2, out_dir=tmp_path,
+                                      progress=False))
+    assert counts == {"pick_up_the_alphabet_soup_and_place_it_in_the_basket": 2}
+    (path,) = (tmp_path / "libero_object").glob("*.hdf5")
+    with h5py.File(path) as f:
+        demo = f["data/demo_0"]
+        assert demo.attrs["init"] == -1 and demo.attrs["seed"] == 1000  # a sampled layout, not an init state
+        assert demo["actions"].shape[0] == demo["obs/state"].shape[0] == demo["states"].shape[0]
+    demos = load_demos(tmp_path, "libero_object")
+    assert len(demos) == 2 and np.abs(demos[0].actions).max() <= 1.0
+    out = tmp_path / "ckpt.pt"
+    checkpoint = train(TrainConfig(suite="libero_object", demos_dir=tmp_path, out=out, epochs=2,
+                                   net=NetConfig(hidden=32), progress=False))
+    assert checkpoint.training["train_demos"] + checkpoint.training["val_demos"] == 2
+    (record,) = evaluate(EvalConfig(suite="libero_object", tasks=(0,), episodes=1, policy="embedded",
+                                    policy_options={"checkpoint": str(out), "device": "cpu"}, max_steps=10,
+                                    out=tmp_path / "r.jsonl", progress=False))
+    assert record["error"] is None and record["steps"] == 10 and record["inferences"] == 2
+
+
+def test_checkpoint_of_another_format_is_refused(tmp_path):
+    bad = tmp_path / "other.pt"
+    torch.save({"format": "someone-else", "version": 7}, bad)
+    policy = EmbeddedPolicy(None, EmbeddedConfig(checkpoint=str(bad), device="cpu"))
+    with pytest.raises(PolicyConfigError, match="checkpoint format 'someone-else' v7"):
+        policy.reset("pick up the alphabet soup and place it in the basket")
+
+
+def test_unknown_instruction_is_refused():
+    policy = EmbeddedPolicy(None, EmbeddedConfig(device="cpu"))
+    with pytest.raises(PolicyConfigError, match="no shipped embedded checkpoint|was not trained on"):
+        policy.reset("juggle three oranges")
+
+
+@pytest.mark.skipif(not (SHIPPED / "libero_object.pt").exists(), reason="no shipped libero_object checkpoint")
+def test_shipped_policy_succeeds_on_unseen_init_states(tmp_path):
+    records = evaluate(EvalConfig(suite="libero_object", tasks=(0,), episodes=3, policy="embedded",
+                                  out=tmp_path / "r.jsonl", progress=False))
+    assert sum(r["success"] for r in records) >= 2, records
