@@ -13,12 +13,13 @@ from recovery.backend import EefPose
 
 @dataclass(frozen=True)
 class NominalState:
-    step: int
+    step: int  # policy steps since the episode began (time)
     pose: EefPose
     quality: float
     value: float
     contact_free: bool
     snapshot: Any = None  # exact simulator state, when the backend can snapshot
+    progress: int = 0  # task progress in steps (rewound by rollbacks); the global metric's clock
 
 
 class NominalMemory:

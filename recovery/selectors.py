@@ -45,15 +45,20 @@ class NoneSelector:
 
 @dataclass(frozen=True)
 class RuleConfig:
-    quality_min: float = 0.45  # intervene below this execution quality
+    quality_min: float = 0.5  # intervene below this execution quality
+    quality_drop: float = 0.12  # ... or when quality fell this much below its recent peak
+    drop_window: int = 15  # steps over which the peak is taken (the RETRY horizon: its target is pre-drop);
+    # judged only on a full window, so the metric's settling after a (re)start is no drop
     value_drop_rules: tuple[str, ...] = ("decline", "abrupt_drop")  # risk-rule flags that trigger
     risk_max: float = float("inf")  # learned TVR risk above this triggers (off by default)
-    cooldown: int = 15  # steps after a rollback before the next one may trigger
-    escalate_within: int = 40  # a second trigger this soon after a RETRY becomes a REPAIR
+    cooldown: int = 10  # steps after a rollback before the next one may trigger
+    escalate_within: int = 40  # a second trigger this soon after a rollback becomes a REPAIR
 
 
 class RuleSelector:
-    """Intervene when quality is low or the value critic's history says decline/drop."""
+    """Intervene when execution quality is low or just dropped, or the value critic's history
+    says decline / abrupt drop. Early matters: RETRY goes back to the best state of the last
+    15 steps, which must still be a state from before the trouble."""
 
     def __init__(self, config: RuleConfig = RuleConfig()):
         self.config = config
@@ -65,8 +70,10 @@ class RuleSelector:
         cfg = self.config
         if ctx.rollbacks_left <= 0 or ctx.steps_since_rollback < cfg.cooldown:
             return Mode.EXECUTE
-        triggered = (ctx.quality < cfg.quality_min or ctx.risk > cfg.risk_max
-                     or any(ctx.flags.get(name, False) for name in cfg.value_drop_rules))
+        recent = ctx.history.get("quality", np.array([]))[-cfg.drop_window:]
+        dropped = len(recent) == cfg.drop_window and float(np.max(recent)) - ctx.quality >= cfg.quality_drop
+        triggered = (ctx.quality < cfg.quality_min or dropped
+                     or ctx.risk > cfg.risk_max or any(ctx.flags.get(name, False) for name in cfg.value_drop_rules))
         if not triggered:
             return Mode.EXECUTE
         if ctx.last_rollback_mode is not None and ctx.steps_since_rollback < cfg.escalate_within:

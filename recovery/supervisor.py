@@ -13,6 +13,7 @@ from typing import Callable
 import numpy as np
 
 from critics.quality import QualityMonitor
+from critics.references import reference_feature
 from critics.risk import RiskMonitor
 from recovery.backend import Observation, RobotBackend
 from recovery.memory import NominalMemory, NominalState
@@ -60,7 +61,7 @@ class Supervisor:
             self.risk.reset()
         self.memory.reset()
         self._value = self._value_for_task(instruction) if self._value_for_task else None
-        self._step, self._last_action, self._mode = 0, None, Mode.EXECUTE
+        self._step, self._progress, self._last_action, self._mode = 0, 0, None, Mode.EXECUTE
         self._last_rollback_step, self._last_rollback_mode = 0, None
         self.recovery_steps, self.rollbacks, self.failed_rollbacks = 0, 0, 0
         self._modes: Counter[str] = Counter()
@@ -76,6 +77,7 @@ class Supervisor:
         action = HOLD_ACTION if self._mode == Mode.HOLD else self.broker.act(obs)
         self._last_action = np.asarray(action)
         self._step += 1
+        self._progress += 1
         return action
 
     def close(self) -> None:
@@ -94,12 +96,13 @@ class Supervisor:
     def _watch(self, obs: Observation) -> None:
         """Score the state reached by the last action and remember it (rollback motion never gets here)."""
         action = self._last_action if self._last_action is not None else np.zeros(7)
-        quality = self.quality.update(self._step, obs["eef_pos"], np.r_[obs["state"][:3], obs["state"][6:8]], action)
+        quality = self.quality.update(self._progress, obs["eef_pos"], reference_feature(obs["state"]), action)
         value = self._value(obs) if self._value else 1.0
         risk = self.risk.update(value) if self.risk else 0.0
         contact_free = self.backend.contacts().is_free(self.config.contact_threshold)
         snapshot = self.backend.snapshot() if self.config.rollback.kind == "snapshot" else None
-        self.memory.add(NominalState(self._step, self.backend.eef_pose(), quality, value, contact_free, snapshot))
+        self.memory.add(NominalState(self._step, self.backend.eef_pose(), quality, value, contact_free, snapshot,
+                                     self._progress))
         for key, item in (("state", obs["state"]), ("action", action), ("quality", quality), ("value", value),
                           ("risk", risk)):
             self._history[key].append(item)
@@ -124,16 +127,15 @@ class Supervisor:
         if not mode.is_rollback:
             return obs
         target = self._target(mode)
-        if target is None:  # nothing suitable remembered: carry on rather than guess
-            self._mode = Mode.EXECUTE
-            return obs
         result = roll_back(self.backend, target, self.config.rollback)
         self.recovery_steps += result.steps
         self.rollbacks += 1
         self.failed_rollbacks += not result.reached
         self._last_rollback_step, self._last_rollback_mode = self._step, mode
+        self._progress = target.progress  # back where the task stood then: compare with the references there
         self.broker.flush()  # the in-flight chunk was planned for a state we left
-        self.quality.local.reset()  # the jump back is not the policy's motion
+        self.quality.reset()  # execution starts over from a nominal state; the jump is not the policy's motion
+        self._history["quality"].clear()
         self._mode = Mode.EXECUTE
         if self.config.keep_trace:
             self._trace["decisions"].append({"step": self._step, "mode": mode.name, "target_step": target.step,
@@ -141,9 +143,17 @@ class Supervisor:
         return self.backend.observe()
 
     def _target(self, mode: Mode) -> NominalState | None:
-        cfg = self.config
+        """RETRY: best quality of the last ``retry_horizon`` steps; REPAIR: best contact-free state
+        of the last ``repair_horizon``; RESET: the episode's start. A physical rollback opens the
+        gripper, so it cannot reproduce a state that held something: it only takes contact-free
+        targets, and falls back to the start when the window has none."""
+        cfg, memory = self.config, self.memory
+        physical = cfg.rollback.kind == "physical"
         if mode == Mode.RETRY:
-            return self.memory.best_recent(self._step, cfg.retry_horizon)
-        if mode == Mode.REPAIR:
-            return self.memory.best_contact_free(self._step, cfg.repair_horizon)
-        return self.memory.start  # RESET: back to where the episode began
+            pick = memory.best_contact_free if physical else memory.best_recent
+            target = pick(self._step, cfg.retry_horizon)
+        elif mode == Mode.REPAIR:
+            target = memory.best_contact_free(self._step, cfg.repair_horizon)
+        else:
+            target = None
+        return target or memory.start

@@ -41,6 +41,7 @@ CARRY_MARGIN = 0.04  # carried object's bottom clears obstacles by this much
 HAND_MARGIN = 0.07  # empty hand's grip point clears obstacles by this much (fingertips hang below)
 ATTEMPTS = 3
 DRAWER_TRAVEL = 0.22  # how far a drawer is pulled out
+COMFORT_REACH, REACH_COST = 0.6, 0.3  # rim pinch: prefer grip points this far from the robot base
 # Panda hand in the grip-site frame (x closing, z down), measured from its collision geoms:
 # (half extent in x, y), z range, weight. The palm is 20 cm wide along the closing axis; the
 # last box covers the path the palm sweeps on its vertical approach.
@@ -63,11 +64,6 @@ def down_rotation(closing_dir: np.ndarray) -> np.ndarray:
     x /= np.linalg.norm(x)
     z = np.array([0.0, 0.0, -1.0])
     return np.stack([x, np.cross(z, x), z], axis=1)
-
-
-def yaw_rotation(angle: float) -> np.ndarray:
-    c, s = np.cos(angle), np.sin(angle)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
 
 
 def axis_rotation(axis: np.ndarray, angle: float) -> np.ndarray:
@@ -229,6 +225,7 @@ class ScriptedExpert:
         centre = (pts.min(axis=0) + pts.max(axis=0)) / 2
         low = pts[:, 2].min()  # flat objects (plates): keep the fingertips off the table
         obstacles = self._obstacle_points({obj})
+        base_xy = self.env.sim.data.get_body_xpos("robot0_base")[:2]
         best, best_score = None, -np.inf
         for angle in np.linspace(0, 2 * np.pi, 8, endpoint=False):
             d = np.array([np.cos(angle), np.sin(angle), 0.0])
@@ -242,7 +239,8 @@ class ScriptedExpert:
             grip = np.r_[centre[:2] + d[:2] * (outer - RIM_INSET), max(rim_top - 0.02, low + FINGER_CLEARANCE)]
             rot = self._closest(down_rotation(d), cur_rot)
             turn = np.linalg.norm(rotation_error(cur_rot, rot))
-            score = self._clearance(grip, rot, obstacles) - 0.01 * turn
+            reach = np.linalg.norm(grip[:2] - base_xy)  # the arm is weakest folded or stretched
+            score = self._clearance(grip, rot, obstacles) - 0.01 * turn - REACH_COST * abs(reach - COMFORT_REACH)
             if score > best_score:
                 best, best_score = Grasp(grip, rot), score
         return best

@@ -76,8 +76,8 @@ def test_unknown_instruction_is_refused():
         policy.reset("juggle three oranges")
 
 
-@pytest.mark.skipif(not (SHIPPED / "libero_object.pt").exists(), reason="no shipped libero_object checkpoint")
 def test_shipped_policy_succeeds_on_unseen_init_states(tmp_path):
+    assert (SHIPPED / "libero_object.pt").exists()
     records = evaluate(EvalConfig(suite="libero_object", tasks=(0,), episodes=3, policy="embedded",
                                   out=tmp_path / "r.jsonl", progress=False))
     assert sum(r["success"] for r in records) >= 2, records

@@ -195,13 +195,14 @@ def test_tiny_policy_errors(tiny_checkpoint, tiny_policy, no_network):
 
 def test_dtype_and_device_defaults():
     torch = pytest.importorskip("torch")
-    from vla_wrappers.openvla.policy import _resolve_device, _resolve_dtype
+    from vla_wrappers.base import resolve_device
+    from vla_wrappers.openvla.policy import _resolve_dtype
 
     assert _resolve_dtype(torch, "auto", "cuda") is torch.bfloat16
     assert _resolve_dtype(torch, "auto", "cpu") is torch.float32
-    assert _resolve_device(torch, "auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+    assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
     with pytest.raises(PolicyConfigError, match="device"):
-        _resolve_device(torch, "tpu")
+        resolve_device("tpu")
 
 
 def test_transformers_5_named_in_the_error(monkeypatch):

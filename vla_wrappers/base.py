@@ -80,3 +80,16 @@ def config_from_options(config_cls: type[ConfigT], options: dict[str, str]) -> C
             except ValueError as exc:
                 raise PolicyConfigError(f"option {name}={text!r}: expected {type(default).__name__}") from exc
     return config_cls(**values)
+
+
+def resolve_device(name: str) -> str:
+    """``auto`` picks CUDA when torch sees a GPU; nothing here assumes one."""
+    import torch
+
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name != "cpu" and not name.startswith("cuda"):
+        raise PolicyConfigError(f"device={name!r}; expected auto, cpu or cuda[:N]")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise PolicyConfigError(f"device={name!r} asked for, but torch sees no CUDA device")
+    return name

@@ -74,12 +74,3 @@ class Checkpoint:
         net = ChunkMLP(layout.size, NetConfig(**raw["net"]))
         net.load_state_dict(raw["state_dict"])
         return cls(layout, net.to(device).eval(), raw["suite"], raw["training"])
-
-
-def resolve_device(name: str) -> str:
-    """``auto`` picks CUDA when present; nothing here assumes a GPU."""
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise PolicyConfigError(f"device {name!r} asked for, but torch sees no CUDA device")
-    return name

@@ -9,8 +9,8 @@ import numpy as np
 import torch
 
 from recovery.backend import Observation
-from vla_wrappers.base import Policy, PolicyConfigError, PolicyOutput, config_from_options
-from vla_wrappers.embedded.model import Checkpoint, resolve_device
+from vla_wrappers.base import Policy, PolicyConfigError, PolicyOutput, config_from_options, resolve_device
+from vla_wrappers.embedded.model import Checkpoint
 
 SHIPPED = Path(__file__).parent / "checkpoints"
 

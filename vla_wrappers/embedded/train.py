@@ -13,7 +13,8 @@ import torch
 from sim.demos import Demo, load_demos
 from sim.tasks import resolve_tasks
 from recovery.features import PROPRIO_SIZE, SLOT_SIZE, FeatureLayout
-from vla_wrappers.embedded.model import Checkpoint, ChunkMLP, NetConfig, resolve_device
+from vla_wrappers.base import resolve_device
+from vla_wrappers.embedded.model import Checkpoint, ChunkMLP, NetConfig
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from recovery.backend import ACTION_DIM, Observation, RobotBackend
-from vla_wrappers.base import Policy, PolicyConfigError, PolicyError, PolicyOutput, config_from_options
+from vla_wrappers.base import (
+    Policy, PolicyConfigError, PolicyError, PolicyOutput, config_from_options, resolve_device,
+)
 from vla_wrappers.openvla import action_tokens as at
 
 TRANSFORMERS_HINT = "pip install 'agentic-recovery[openvla]' (transformers==4.57.6)"
@@ -41,7 +43,7 @@ class OpenVLAPolicy(Policy):
         torch, auto_model, auto_processor = _import_transformers()
         self.config = config
         self._torch = torch
-        self.device = _resolve_device(torch, config.device)
+        self.device = resolve_device(config.device)
         self.dtype = _resolve_dtype(torch, config.dtype, self.device)
         self.processor = auto_processor.from_pretrained(config.model_path, trust_remote_code=True)
         with warnings.catch_warnings():  # 4.x names it deprecated; the checkpoints' auto_map still uses it
@@ -111,16 +113,6 @@ def _import_transformers() -> tuple[Any, Any, Any]:
     import vla_wrappers.openvla.tiny  # noqa: F401  registers the test double, so a saved one loads by path
 
     return torch, auto_model, transformers.AutoProcessor
-
-
-def _resolve_device(torch: Any, device: str) -> str:
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device not in ("cpu", "cuda"):
-        raise PolicyConfigError(f"device={device!r}; expected auto, cpu or cuda")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise PolicyConfigError("device=cuda but torch sees no CUDA device")
-    return device
 
 
 def _resolve_dtype(torch: Any, dtype: str, device: str) -> Any:
