@@ -41,6 +41,10 @@ class NominalMemory:
     def __len__(self) -> int:
         return len(self._states)
 
+    @property
+    def latest(self) -> NominalState:
+        return self._states[-1]
+
     def _recent(self, now: int, horizon: int) -> list[NominalState]:
         return [s for s in self._states if now - horizon <= s.step < now]
 

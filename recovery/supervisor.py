@@ -122,6 +122,8 @@ class Supervisor:
 
     def _decide(self, obs: Observation) -> Observation:
         mode = self.selector.decide(self._context())
+        if mode.is_rollback and self.config.rollback.kind == "physical" and not self.memory.latest.contact_free:
+            mode = Mode.EXECUTE  # opening the gripper now would drop what it holds: wait until it is free
         self._modes[mode.name] += 1
         self._mode = mode
         if not mode.is_rollback:
