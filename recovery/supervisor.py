@@ -122,7 +122,7 @@ class Supervisor:
 
     def _decide(self, obs: Observation) -> Observation:
         mode = self.selector.decide(self._context())
-        if mode.is_rollback and self.config.rollback.kind == "physical" and not self.memory.latest.contact_free:
+        if mode.is_rollback and self.config.rollback.kind == "physical" and self._holding():
             mode = Mode.EXECUTE  # opening the gripper now would drop what it holds: wait until it is free
         self._modes[mode.name] += 1
         self._mode = mode
@@ -143,6 +143,10 @@ class Supervisor:
             self._trace["decisions"].append({"step": self._step, "mode": mode.name, "target_step": target.step,
                                              "reached": result.reached, "steps": result.steps})
         return self.backend.observe()
+
+    def _holding(self) -> bool:
+        """Gripper commanded closed and in contact: a physical rollback would drop what it holds."""
+        return self._last_action is not None and self._last_action[6] > 0 and not self.memory.latest.contact_free
 
     def _target(self, mode: Mode) -> NominalState | None:
         """RETRY: best quality of the last ``retry_horizon`` steps; REPAIR: best contact-free state

@@ -44,10 +44,10 @@ def test_none_selector_is_transparent(object_backend):
 
 
 def test_physical_retry_returns_to_a_remembered_pose(object_backend):
-    supervisor = _supervisor(object_backend, ScriptedSelector({40: Mode.RETRY}), max_rollbacks=1)
+    supervisor = _supervisor(object_backend, ScriptedSelector({25: Mode.RETRY}), max_rollbacks=1)
     outcome = run_episode(object_backend, supervisor, 1, 7, 280)
-    (decision,) = outcome.extras["trace"]["decisions"]
-    assert decision["mode"] == "RETRY" and 40 - 15 <= decision["target_step"] < 40
+    (decision,) = outcome.extras["trace"]["decisions"]  # step 25: approaching, nothing held yet
+    assert decision["mode"] == "RETRY" and 25 - 15 <= decision["target_step"] < 25
     assert decision["reached"] and decision["steps"] > 0
     assert outcome.extras["recovery_steps"] == decision["steps"]
     assert len(outcome.extras["trace"]["quality"]) == outcome.steps  # recovery steps stay out of the history
@@ -68,6 +68,12 @@ def test_snapshot_rollback_is_bit_exact(object_backend):
         obs = object_backend.step(action).observation
     np.testing.assert_array_equal(restored.physics, target.snapshot.physics)
     assert supervisor.summary()["note"].startswith("snapshot rollback: simulation-only")
+
+
+def test_physical_rollback_waits_while_the_gripper_holds_something(object_backend):
+    supervisor = _supervisor(object_backend, ScriptedSelector({s: Mode.RETRY for s in range(45, 70, 5)}))
+    outcome = run_episode(object_backend, supervisor, 1, 7, 280)  # the expert holds the can from ~step 45
+    assert outcome.extras["rollbacks"] == 0 and outcome.success
 
 
 def test_rule_selector_intervenes_on_a_stalled_arm_within_budget(object_backend):
