@@ -21,6 +21,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
+import mujoco
 import numpy as np
 
 from sim import scene
@@ -435,15 +436,22 @@ class ScriptedExpert:
             yield servo_action(cur, cur_rot, target, rot, gripper, self.gains)
         return self._holds(clause)
 
+    def _hinge(self, fixture: str) -> tuple[int, np.ndarray] | None:
+        """(joint id, world axis) of the fixture's first hinge joint (knob, door), if any."""
+        sim = self.env.sim
+        model = sim.model._model
+        hinges = [j for j in range(model.njnt) if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE
+                  and sim.model.joint_id2name(j).startswith(fixture)]
+        return self._joint_axis(sim.model.joint_id2name(hinges[0])) if hinges else None
+
     def _turn_knob(self, fixture: str, on: bool) -> Actions:
         """Pinch the knob's lever from above and twist it about the knob's hinge."""
         env = self.env
         model = env.sim.model._model
-        hinges = [j for j in range(model.njnt) if model.jnt_type[j] == 3
-                  and env.sim.model.joint_id2name(j).startswith(fixture)]
-        if not hinges:
+        hinge = self._hinge(fixture)
+        if hinge is None:
             return False
-        jid, axis = self._joint_axis(env.sim.model.joint_id2name(hinges[0]))
+        jid, axis = hinge
         pts = scene.geom_points(env.sim, scene.body_geoms(env.sim, model.jnt_bodyid[jid]))
         yaw, _ = scene.narrow_yaw(pts)
         _, cur_rot = self._pose()
@@ -470,11 +478,10 @@ class ScriptedExpert:
         """Sweep the closed hand around the hinge, pushing the door near its free edge."""
         env = self.env
         model = env.sim.model._model
-        hinges = [j for j in range(model.njnt) if model.jnt_type[j] == 3
-                  and env.sim.model.joint_id2name(j).startswith(fixture)]
-        if not hinges:
+        hinge = self._hinge(fixture)
+        if hinge is None:
             return False
-        jid, axis = self._joint_axis(env.sim.model.joint_id2name(hinges[0]))
+        jid, axis = hinge
         anchor = env.sim.data._data.xanchor[jid].copy()
         door = scene.geom_points(env.sim, scene.body_geoms(env.sim, model.jnt_bodyid[jid]))
         radial = door[:, :2] - anchor[:2]
