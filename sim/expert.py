@@ -436,27 +436,28 @@ class ScriptedExpert:
             yield servo_action(cur, cur_rot, target, rot, gripper, self.gains)
         return self._holds(clause)
 
-    def _hinge(self, fixture: str) -> tuple[int, np.ndarray] | None:
-        """(joint id, world axis) of the fixture's first hinge joint (knob, door), if any."""
+    def _hinged_part(self, fixture: str) -> tuple[int, np.ndarray, np.ndarray, np.ndarray] | None:
+        """(joint id, world hinge axis, hinge anchor, collision points of the moving part) of the fixture's
+        first hinge joint (stove knob, microwave door), or None when it has none."""
         sim = self.env.sim
         model = sim.model._model
         hinges = [j for j in range(model.njnt) if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_HINGE
                   and sim.model.joint_id2name(j).startswith(fixture)]
-        return self._joint_axis(sim.model.joint_id2name(hinges[0])) if hinges else None
+        if not hinges:
+            return None
+        jid, axis = self._joint_axis(sim.model.joint_id2name(hinges[0]))
+        points = scene.geom_points(sim, scene.body_geoms(sim, model.jnt_bodyid[jid]))
+        return jid, axis, sim.data._data.xanchor[jid].copy(), points
 
     def _turn_knob(self, fixture: str, on: bool) -> Actions:
         """Pinch the knob's lever from above and twist it about the knob's hinge."""
-        env = self.env
-        model = env.sim.model._model
-        hinge = self._hinge(fixture)
-        if hinge is None:
+        part = self._hinged_part(fixture)
+        if part is None:
             return False
-        jid, axis = hinge
-        pts = scene.geom_points(env.sim, scene.body_geoms(env.sim, model.jnt_bodyid[jid]))
+        _, axis, centre, pts = part
         yaw, _ = scene.narrow_yaw(pts)
         _, cur_rot = self._pose()
         rot = self._closest(down_rotation(np.array([np.cos(yaw), np.sin(yaw), 0.0])), cur_rot)
-        centre = env.sim.data._data.xanchor[jid].copy()
         grip = np.r_[centre[:2], (pts[:, 2].max() + pts[:, 2].min()) / 2 + 0.01]
         clause = ["turnon" if on else "turnoff", fixture]
         yield from self._travel(grip + [0, 0, HOVER], rot, OPEN, self._corridor_top(fixture, self._pose()[0][:2],
@@ -476,21 +477,18 @@ class ScriptedExpert:
 
     def _close_door(self, fixture: str) -> Actions:
         """Sweep the closed hand around the hinge, pushing the door near its free edge."""
-        env = self.env
-        model = env.sim.model._model
-        hinge = self._hinge(fixture)
-        if hinge is None:
+        part = self._hinged_part(fixture)
+        if part is None:
             return False
-        jid, axis = hinge
-        anchor = env.sim.data._data.xanchor[jid].copy()
-        door = scene.geom_points(env.sim, scene.body_geoms(env.sim, model.jnt_bodyid[jid]))
+        jid, axis, anchor, door = part
         radial = door[:, :2] - anchor[:2]
         edge = door[np.argmax(np.linalg.norm(radial, axis=1))]
         arm = np.r_[(edge - anchor)[:2] * 0.8, 0.0]  # push a bit inside the free edge
         mid_z = (door[:, 2].max() + door[:, 2].min()) / 2
         motion = np.cross(axis, arm)
         motion /= np.linalg.norm(motion)
-        qpos = env.sim.data.qpos[model.jnt_qposadr[jid]]
+        sim = self.env.sim
+        qpos = sim.data.qpos[sim.model._model.jnt_qposadr[jid]]
         sweep = -qpos + 0.2  # rotate until shut, plus a margin
         _, cur_rot = self._pose()
         rot = self._closest(down_rotation(np.cross(motion, [0.0, 0.0, 1.0])), cur_rot)

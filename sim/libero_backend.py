@@ -79,6 +79,7 @@ class LiberoBackend(RobotBackend):
                 hard_reset=False,  # 0.04 s instead of ~2 s, bit-identical once the gripper is zeroed
             )
         self._obs: Observation = {}
+        self._robot_geoms = self._robot_geom_mask()  # soft resets keep the model: computed once
 
     # --- lifecycle -------------------------------------------------------------------------
     @property
@@ -106,7 +107,6 @@ class LiberoBackend(RobotBackend):
         self._env.seed(seed)
         raw = self._env.reset()
         self.raw.robots[0].gripper.current_action = np.zeros(1)  # a soft reset keeps the old command
-        self._robot_geoms = self._robot_geom_mask()
         if init_index is not None:
             raw = self._env.set_init_state(self._init_states[init_index])
         self._obs = self._convert(raw)
