@@ -71,9 +71,19 @@ class Supervisor:
 
     # --- the Agent contract --------------------------------------------------------------------
     def act(self, obs: Observation) -> np.ndarray:
-        self._watch(obs)
-        if self._step > 0 and self._step % self.config.decision_every == 0:
-            obs = self._decide(obs)
+        """One control step: watch, decide when due, command. A learned selector in training drives
+        the same three steps itself (recovery.learning.env), one decision per environment step."""
+        self.observe(obs)
+        if self.decision_due:
+            obs = self.apply(self.selector.decide(self.context()))
+        return self.command(obs)
+
+    @property
+    def decision_due(self) -> bool:
+        return self._step > 0 and self._step % self.config.decision_every == 0
+
+    def command(self, obs: Observation) -> np.ndarray:
+        """The action for this step: the base policy's, or a hold."""
         action = HOLD_ACTION if self._mode == Mode.HOLD else self.broker.act(obs)
         self._last_action = np.asarray(action)
         self._step += 1
@@ -93,8 +103,9 @@ class Supervisor:
         return out
 
     # --- watching ------------------------------------------------------------------------------
-    def _watch(self, obs: Observation) -> None:
+    def observe(self, obs: Observation) -> None:
         """Score the state reached by the last action and remember it (rollback motion never gets here)."""
+        self._obs = obs
         action = self._last_action if self._last_action is not None else np.zeros(7)
         quality = self.quality.update(self._progress, obs["eef_pos"], reference_feature(obs["state"]), action)
         value = self._value(obs) if self._value else 1.0
@@ -111,7 +122,7 @@ class Supervisor:
                 self._trace[key].append(round(float(item), 4))
 
     # --- deciding and recovering ---------------------------------------------------------------
-    def _context(self) -> DecisionContext:
+    def context(self) -> DecisionContext:
         return DecisionContext(
             step=self._step, quality=self.quality.value, value=self._history["value"][-1],
             risk=self._history["risk"][-1], flags=dict(self.risk.flags) if self.risk else {},
@@ -120,14 +131,14 @@ class Supervisor:
             history={k: np.array(v) for k, v in self._history.items()},
         )
 
-    def _decide(self, obs: Observation) -> Observation:
-        mode = self.selector.decide(self._context())
+    def apply(self, mode: Mode) -> Observation:
+        """Switch to ``mode``; a rollback mode moves the arm now. Returns the observation to act on."""
         if mode.is_rollback and self.config.rollback.kind == "physical" and self._holding():
             mode = Mode.EXECUTE  # opening the gripper now would drop what it holds: wait until it is free
         self._modes[mode.name] += 1
         self._mode = mode
         if not mode.is_rollback:
-            return obs
+            return self._obs
         target = self._target(mode)
         result = roll_back(self.backend, target, self.config.rollback)
         self.recovery_steps += result.steps
