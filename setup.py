@@ -10,10 +10,11 @@ setup(
     long_description_content_type="text/markdown",
     license="MIT",
     python_requires=">=3.10",
-    packages=find_packages(include=["recovery*", "vla_wrappers*", "critics*", "sim*"]),
+    packages=find_packages(include=["recovery*", "vla_wrappers*", "critics*", "sim*", "ros_nodes*"]),
     package_data={  # shipped so that the main job runs on a fresh machine with no download
         "vla_wrappers.embedded": ["checkpoints/*.pt"],
         "critics": ["checkpoints/*.pt", "checkpoints/*.json", "references/*/*.npz"],
+        "recovery.learning": ["checkpoints/*.zip"],
     },
     install_requires=[
         # CPU build here; a GPU user installs the CUDA build of the same version first (README).
@@ -24,6 +25,7 @@ setup(
         "numpy==2.4.6",
         "stable-baselines3==2.9.2",
         "gymnasium==1.4.0",
+        "tensorboard==2.21.0",  # train-selector's logs
         "opencv-python-headless==4.14.0.94",
         "h5py==3.16.0",
         "tqdm==4.70.1",
@@ -35,7 +37,22 @@ setup(
         # checkpoints' remote code also imports timm 0.9.x (and torchvision): install those
         # from the same index as your torch build.
         "openvla": ["transformers==4.57.6"],
-        "test": ["pytest==9.0.3", "transformers==4.57.6"],  # runs the OpenVLA tests on a tiny double
+        "ray": ["ray==2.60.0"],  # --ray: evaluation shards and training environments on a Ray cluster
+        # transformers: the OpenVLA tests on a tiny double; ray: the sharding tests on a local instance
+        "test": ["pytest==9.0.3", "transformers==4.57.6", "ray==2.60.0"],
+        # ROS 2 Jazzy from PyPI wheels (real rclpy, Fast DDS); no launch_ros / control_msgs wheels exist:
+        # `recovery ros up` replaces the launch file here, FollowJointTrajectory is used where installed.
+        "ros": [
+            "ros-jazzy-rclpy[fastrtps]==7.1.6",
+            "ros-jazzy-std-msgs==5.3.6",
+            "ros-jazzy-std-srvs==5.3.6",
+            "ros-jazzy-sensor-msgs==5.3.6",
+            "ros-jazzy-trajectory-msgs==5.3.6",
+            "ros-jazzy-geometry-msgs==5.3.6",
+            "ros-jazzy-action-msgs==2.0.3",
+            "rosbags==0.11.9",
+            "PyYAML==6.0.3",
+        ],
     },
     entry_points={"console_scripts": ["recovery=recovery.cli:main"]},
 )

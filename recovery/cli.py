@@ -43,7 +43,7 @@ def _recovery_options(args: argparse.Namespace, keep_trace: bool = False):
     if not args.selector:
         return None
     return RecoveryOptions(selector=args.selector, rollback=args.rollback, references=args.references,
-                           critic=args.critic,
+                           critic=args.critic, selector_path=args.selector_path,
                            supervisor=SupervisorConfig(max_rollbacks=args.max_rollbacks, keep_trace=keep_trace))
 
 
@@ -56,6 +56,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         policy_options=args.policy_opt, seed=args.seed, disturbance=args.disturbance, recovery=_recovery_options(args),
         workers=args.workers, out=args.out or _default_out(args), video_dir=args.video, max_steps=args.max_steps,
         replan_every=args.replan_every, camera_size=args.camera_size, progress=not args.no_progress,
+        ray_address=args.ray,
     )
     try:
         records = evaluate(config)
@@ -113,12 +114,17 @@ def _add_policy_args(parser: argparse.ArgumentParser, default: str) -> None:
 
 
 def _add_recovery_args(parser: argparse.ArgumentParser, selector_default: str | None,
-                       disturbance_default: str) -> None:
+                       disturbance_default: str, choose_selector: bool = True) -> None:
+    """The supervisor's settings; ``choose_selector`` False where the selector is the one being trained."""
     rec = parser.add_argument_group("recovery" + ("" if selector_default else " (the supervisor; off unless "
                                                                             "--selector is given)"))
-    rec.add_argument("--selector", choices=["none", "rule"], default=selector_default,
-                     help="mode selector; 'none' = supervisor that never intervenes (the baseline with "
-                     "identical bookkeeping)")
+    if choose_selector:
+        rec.add_argument("--selector", choices=["none", "rule", "ppo"], default=selector_default,
+                         help="mode selector; 'none' = supervisor that never intervenes (the baseline with "
+                         "identical bookkeeping); 'rule' = thresholds on quality and value risk; 'ppo' = a selector "
+                         "trained with `recovery train-selector` (see --selector-path)")
+        rec.add_argument("--selector-path", type=Path, metavar="FILE",
+                         help="the ppo selector's checkpoint (default: the shipped one of the suite)")
     rec.add_argument("--rollback", choices=["physical", "snapshot"], default="physical",
                      help="physical: drive the arm back (what a real arm can do, default); snapshot: restore the "
                      "simulator (simulation-only upper bound)")
@@ -196,6 +202,35 @@ def _cmd_train_critic(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_train_selector(args: argparse.Namespace) -> int:
+    from recovery.learning.env import SelectorEnvConfig
+    from recovery.learning.observation import ObservationLayout
+    from recovery.learning.train import PPOConfig, TrainSelectorConfig, train_selector
+    from recovery.supervisor import SupervisorConfig
+
+    env = SelectorEnvConfig(suite=args.suite, tasks=tuple(args.tasks), policy=args.policy,
+                            policy_options=args.policy_opt, disturbance=args.disturbance,
+                            disturbed_share=args.disturbed_share, rollback=args.rollback, references=args.references,
+                            critic=args.critic, max_steps=args.max_steps,
+                            supervisor=SupervisorConfig(max_rollbacks=args.max_rollbacks),
+                            observation=ObservationLayout(max_rollbacks=args.max_rollbacks))
+    config = TrainSelectorConfig(
+        env=env, ppo=PPOConfig(n_steps=args.n_steps), decisions=args.decisions, envs=args.envs, seed=args.seed,
+        out=args.out or Path("selectors") / args.suite, checkpoint_every=args.checkpoint_every,
+        eval_every=args.eval_every, eval_episodes=args.eval_episodes, device=args.device, ray_address=args.ray,
+        progress=not args.no_progress,
+    )
+    try:
+        final = train_selector(config)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {config.out / 'checkpoint.zip'} holds the last checkpoint; run the same command "
+              "to resume", file=sys.stderr)
+        return 130
+    print(f"selector: {final}\ncurve: {config.out / 'learning_curve.png'}\nthroughput: {config.out / 'throughput.json'}")
+    print(f"evaluate: recovery eval --suite {args.suite} --policy {args.policy} --selector ppo --selector-path {final}")
+    return 0
+
+
 def _cmd_plot_episode(args: argparse.Namespace) -> int:
     from recovery.evaluation.plot import plot_episode
     from recovery.evaluation.results import EpisodeSpec
@@ -241,6 +276,17 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_ros(args: argparse.Namespace) -> int:
+    from ros_nodes.launch_spec import LaunchSpecError
+    from ros_nodes.up import up  # lazy: rclpy loads only in the node processes
+
+    try:
+        return up(args.params)
+    except LaunchSpecError as exc:
+        print(f"recovery ros up: error: {exc}", file=sys.stderr)
+        return 2
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="recovery", description="Agentic recovery for VLA robot manipulation: evaluate, train, deploy.",
@@ -273,6 +319,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--replan-every", type=int, default=5, help="actions executed per policy chunk (default 5)")
     ev.add_argument("--camera-size", type=int, default=256, help="camera resolution when images are needed")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ev.add_argument("--ray", metavar="ADDRESS", help="shard episodes over a Ray cluster (HOST:PORT, 'auto' to join the "
+                    "local `ray start`, 'local' for a fresh one); --workers Ray actors, one CPU each")
     _add_recovery_args(ev, selector_default=None, disturbance_default="none")
     ev.set_defaults(func=_cmd_eval)
 
@@ -335,6 +383,33 @@ def build_parser() -> argparse.ArgumentParser:
     tc.add_argument("--no-progress", action="store_true")
     tc.set_defaults(func=_cmd_train_critic)
 
+    ts = sub.add_parser(
+        "train-selector", help="train the mode selector with PPO in simulation (resumable)",
+        description="PPO (stable-baselines3; the source's lr 1e-4, gamma 0.99, clip 0.2, vf 0.1, entropy 0.01) "
+        "over parallel selector environments. One environment step is one decision every 5 control steps; "
+        "reward +1 success, -1 failure, -0.02 per decision, -0.1 / -0.3 / -0.5 per retry / repair / reset. "
+        "Episodes draw a task, a sampled layout (never an evaluation init state) and, on a share of them, the "
+        "disturbance. Rerunning the same command resumes from OUT/checkpoint.zip.",
+    )
+    ts.add_argument("--suite", required=True)
+    ts.add_argument("--tasks", nargs="*", default=[], help="task indices or names (default: all)")
+    _add_policy_args(ts, "embedded")
+    ts.add_argument("--decisions", type=int, default=20_000, help="total decisions over all environments")
+    ts.add_argument("--envs", type=int, default=2, help="parallel environments (processes or Ray actors; default 2)")
+    ts.add_argument("--n-steps", type=int, default=256, help="decisions per environment between PPO updates")
+    ts.add_argument("--max-steps", type=int, help="override the suite's step budget per episode")
+    ts.add_argument("--disturbed-share", type=float, default=0.5, help="share of disturbed episodes (default 0.5)")
+    ts.add_argument("--checkpoint-every", type=int, default=2_000, help="decisions between checkpoints")
+    ts.add_argument("--eval-every", type=int, default=5_000, help="decisions between evaluations (0: none)")
+    ts.add_argument("--eval-episodes", type=int, default=10)
+    ts.add_argument("--seed", type=int, default=0)
+    ts.add_argument("--device", default="auto", help="cpu, cuda or auto (default auto: CUDA if present)")
+    ts.add_argument("--ray", metavar="ADDRESS", help="run the environments as Ray actors on this cluster")
+    ts.add_argument("--out", type=Path, help="run directory (default selectors/SUITE)")
+    ts.add_argument("--no-progress", action="store_true")
+    _add_recovery_args(ts, selector_default="ppo", disturbance_default="action_noise", choose_selector=False)
+    ts.set_defaults(func=_cmd_train_selector)
+
     sp = sub.add_parser(
         "serve-policy", help="serve a policy over the openpi websocket protocol",
         description="Serve one of our policies to remote clients (e.g. a robot) with the openpi protocol: "
@@ -368,6 +443,17 @@ def build_parser() -> argparse.ArgumentParser:
     sm = sub.add_parser("summarize", help="success table (95%% Wilson intervals) of results files")
     sm.add_argument("files", nargs="+", type=Path)
     sm.set_defaults(func=_cmd_summarize)
+
+    ros = sub.add_parser("ros", help="ROS 2: start the supervisor and its companion nodes (pip install '.[ros]')")
+    ros_sub = ros.add_subparsers(dest="ros_command", required=True, metavar="ROS_COMMAND")
+    ros_up = ros_sub.add_parser(
+        "up", help="start the nodes a parameter file lists, as processes (launch_ros not needed)",
+        description="Start every node listed in the parameter file's `launch` section, each with that file's "
+        "parameters, as ros2 launch does with launch/recovery.launch.py. Ctrl-C stops them all. "
+        "Example: recovery ros up launch/sim.yaml",
+    )
+    ros_up.add_argument("params", type=Path, help="parameter file (e.g. launch/sim.yaml, launch/robot.yaml)")
+    ros_up.set_defaults(func=_cmd_ros)
     return parser
 
 
@@ -376,7 +462,11 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     from critics.references import MissingReferencesError
-    from recovery.evaluation.runner import TooManyEpisodesError, UnknownSelectorError
+    from recovery.evaluation.runner import TooManyEpisodesError
+    from recovery.learning.selector import SelectorCheckpointError
+    from recovery.learning.run_dir import ResumeMismatchError
+    from recovery.ray_cluster import RayUnavailableError
+    from recovery.selectors import UnknownSelectorError
     from sim.disturbances import UnknownDisturbanceError
     from sim.tasks import UnknownTaskError
     from vla_wrappers.base import PolicyConfigError
@@ -384,7 +474,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except (UnknownTaskError, TooManyEpisodesError, PolicyConfigError, MissingReferencesError,
-            UnknownDisturbanceError, UnknownSelectorError, FileNotFoundError) as exc:
+            UnknownDisturbanceError, UnknownSelectorError, FileNotFoundError, SelectorCheckpointError,
+            ResumeMismatchError, RayUnavailableError) as exc:
         print(f"recovery {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

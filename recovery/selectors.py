@@ -27,6 +27,10 @@ class DecisionContext:
     history: dict[str, np.ndarray] = field(default_factory=dict)  # last N steps: proprio, actions, q, v, risk
 
 
+class UnknownSelectorError(ValueError):
+    pass
+
+
 class Selector(Protocol):
     def reset(self) -> None: ...
 

@@ -62,6 +62,7 @@ class Supervisor:
         self.memory.reset()
         self._value = self._value_for_task(instruction) if self._value_for_task else None
         self._step, self._progress, self._last_action, self._mode = 0, 0, None, Mode.EXECUTE
+        self.applied_mode = Mode.EXECUTE  # the mode the last decision actually ran
         self._last_rollback_step, self._last_rollback_mode = 0, None
         self.recovery_steps, self.rollbacks, self.failed_rollbacks = 0, 0, 0
         self._modes: Counter[str] = Counter()
@@ -132,9 +133,13 @@ class Supervisor:
         )
 
     def apply(self, mode: Mode) -> Observation:
-        """Switch to ``mode``; a rollback mode moves the arm now. Returns the observation to act on."""
-        if mode.is_rollback and self.config.rollback.kind == "physical" and self._holding():
-            mode = Mode.EXECUTE  # opening the gripper now would drop what it holds: wait until it is free
+        """Switch to ``mode``; a rollback mode moves the arm now. Returns the observation to act on.
+        A rollback past the episode's budget, or one that would drop what the gripper holds, becomes
+        EXECUTE: whatever the selector, learned or not, asked for."""
+        if mode.is_rollback and (self.rollbacks >= self.config.max_rollbacks
+                                 or self.config.rollback.kind == "physical" and self._holding()):
+            mode = Mode.EXECUTE
+        self.applied_mode = mode
         self._modes[mode.name] += 1
         self._mode = mode
         if not mode.is_rollback:

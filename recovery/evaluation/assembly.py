@@ -21,6 +21,7 @@ class RecoveryOptions:
     rollback: str = "physical"
     references: Path = REFERENCES_SHIPPED  # `recovery build-references` writes your own
     critic: Path | None = None  # None: the shipped critic of the suite, if any
+    selector_path: Path | None = None  # the ppo selector's checkpoint; None: the shipped one of the suite
     supervisor: SupervisorConfig = field(default_factory=SupervisorConfig)
 
 
@@ -42,12 +43,23 @@ def critic_path(options: RecoveryOptions, suite: str) -> Path | None:
     return shipped if shipped.exists() else None
 
 
+def make_selector(options: RecoveryOptions, suite: str):
+    """A fresh selector; ``ppo`` loads (and checks) its checkpoint."""
+    from recovery.learning.selector import PPOSelector, shipped_selector
+    from recovery.selectors import SELECTORS, UnknownSelectorError
+
+    if options.selector == "ppo":
+        return PPOSelector(options.selector_path or shipped_selector(suite))
+    if options.selector not in SELECTORS:
+        raise UnknownSelectorError(f"unknown selector {options.selector!r}; valid: {', '.join(SELECTORS)}, ppo")
+    return SELECTORS[options.selector]()
+
+
 def build_supervisor(backend: RobotBackend, broker, spec: EpisodeSpec, options: RecoveryOptions):
     from critics.quality import QualityMonitor
     from critics.references import load_references
     from critics.risk import RiskMonitor
     from critics.value import ValueCritic
-    from recovery.selectors import SELECTORS
     from recovery.supervisor import Supervisor
     from sim.tasks import resolve_task
 
@@ -57,7 +69,7 @@ def build_supervisor(backend: RobotBackend, broker, spec: EpisodeSpec, options: 
     critic = ValueCritic.load(path) if path else None
     config = replace(options.supervisor, rollback=replace(options.supervisor.rollback, kind=options.rollback))
     return Supervisor(
-        backend, broker, SELECTORS[options.selector](), QualityMonitor(references),
+        backend, broker, make_selector(options, spec.suite), QualityMonitor(references),
         value_fn=critic.value_fn if critic else None,
         risk=RiskMonitor(critic.risk_head if critic else None), config=config,
     )

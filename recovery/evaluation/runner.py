@@ -12,7 +12,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from recovery.evaluation.assembly import RecoveryOptions, build_backend, build_supervisor, critic_path
+from recovery.evaluation.assembly import (
+    RecoveryOptions, build_backend, build_supervisor, critic_path, make_selector,
+)
 from recovery.evaluation.episode import run_episode
 from recovery.evaluation.results import SAMPLED_LAYOUT, EpisodeSpec, ResultsFile
 from recovery.evaluation.trajectory import TrajectoryRecorder
@@ -41,14 +43,11 @@ class EvalConfig:
     recovery: RecoveryOptions | None = None  # None: the policy alone, no supervisor
     disturbance: str = "none"
     progress: bool = True
+    ray_address: str | None = None  # shard episodes over a Ray cluster ("local", "auto", HOST:PORT)
 
 
 class TooManyEpisodesError(ValueError):
     """More episodes asked for than a task has init states."""
-
-
-class UnknownSelectorError(ValueError):
-    pass
 
 
 def plan_episodes(config: EvalConfig) -> list[EpisodeSpec]:
@@ -80,10 +79,8 @@ def plan_episodes(config: EvalConfig) -> list[EpisodeSpec]:
 
 def _check_recovery_inputs(options: RecoveryOptions, task) -> None:
     from critics.references import load_references
-    from recovery.selectors import SELECTORS
 
-    if options.selector not in SELECTORS:
-        raise UnknownSelectorError(f"unknown selector {options.selector!r}; valid: {', '.join(SELECTORS)}")
+    make_selector(options, task.suite)  # an unknown selector or a bad checkpoint fails before any episode
     load_references(options.references, task.suite, task.name)  # names the command that builds them
     path = critic_path(options, task.suite)
     if path is not None and not path.exists():
@@ -144,6 +141,9 @@ class EpisodeWorker:
             self._sim_key = spec.simulator_key()
         return self._backend, self._agent
 
+    def run_all(self, specs: list[EpisodeSpec]) -> list[dict]:
+        return [self.run(spec) for spec in specs]
+
     def close(self) -> None:
         if self._agent is not None:
             self._agent.close()
@@ -165,7 +165,40 @@ def _run_in_worker(spec: EpisodeSpec) -> dict:
     return _worker.run(spec)
 
 
+def _batches(specs: list[EpisodeSpec], size: int = 10) -> list[list[EpisodeSpec]]:
+    """Consecutive episodes that share a simulator, so that a remote worker builds it once per batch."""
+    batches: list[list[EpisodeSpec]] = []
+    for spec in specs:
+        last = batches[-1] if batches else None
+        if last and len(last) < size and last[0].simulator_key() == spec.simulator_key():
+            last.append(spec)
+        else:
+            batches.append([spec])
+    return batches
+
+
+def _execute_on_ray(specs: list[EpisodeSpec], config: EvalConfig) -> Iterator[dict]:
+    """``config.workers`` Ray actors, each an EpisodeWorker; records come back a batch at a time."""
+    from ray.util import ActorPool
+
+    from recovery.ray_cluster import connect
+
+    ray = connect(config.ray_address, num_cpus=config.workers)
+    remote_worker = ray.remote(num_cpus=1)(EpisodeWorker)
+    actors = [remote_worker.remote(config) for _ in range(max(config.workers, 1))]
+    try:
+        for records in ActorPool(actors).map_unordered(lambda actor, batch: actor.run_all.remote(batch),
+                                                       _batches(specs)):
+            yield from records
+    finally:
+        for actor in actors:
+            ray.kill(actor)
+
+
 def _execute(specs: list[EpisodeSpec], config: EvalConfig) -> Iterator[dict]:
+    if config.ray_address:
+        yield from _execute_on_ray(specs, config)
+        return
     if config.workers <= 1:
         worker = EpisodeWorker(config)
         try:
@@ -190,6 +223,10 @@ def evaluate(config: EvalConfig, on_record: Callable[[dict], None] | None = None
     from tqdm import tqdm
 
     specs = plan_episodes(config)
+    if config.ray_address:
+        from recovery.ray_cluster import connect
+
+        connect(config.ray_address, num_cpus=config.workers)  # an unreachable cluster fails before anything runs
     store = ResultsFile(config.out)
     done = store.done_keys()
     todo = [s for s in specs if s.key() not in done]

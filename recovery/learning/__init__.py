@@ -1,0 +1,1 @@
+"""The learned mode selector: its observation, its Gymnasium environment, PPO training, loading."""

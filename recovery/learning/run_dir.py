@@ -1,0 +1,59 @@
+"""A training run's directory: the settings it was started with, atomic checkpoints, the curve file."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from pathlib import Path
+
+from recovery.learning.observation import LEARNED_MODES
+
+CURVE_FIELDS = ["decisions", "episodes", "success_rate", "mean_return"] + [f"share_{m.name}" for m in LEARNED_MODES]
+
+
+class ResumeMismatchError(ValueError):
+    """The output directory holds a run with other settings."""
+
+
+def save_atomically(model, path: Path) -> None:
+    """A crash mid-write leaves the previous file intact."""
+    tmp = path.with_name(path.stem + ".tmp.zip")
+    model.save(tmp)
+    os.replace(tmp, path)
+
+
+def append_curve_row(path: Path, row: dict) -> None:
+    new = not path.exists()
+    with path.open("a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=CURVE_FIELDS)
+        if new:
+            writer.writeheader()
+        writer.writerow(row)
+
+
+def truncate_curve(path: Path, decisions: int) -> None:
+    """On resume, forget the rows recorded after the checkpoint we restart from."""
+    if not path.exists():
+        return
+    with path.open() as f:
+        rows = [r for r in csv.DictReader(f) if int(r["decisions"]) <= decisions]
+    path.unlink()
+    for row in rows:
+        append_curve_row(path, row)
+
+
+def prepare_run(out: Path, identity: dict) -> Path | None:
+    """Create or check the run directory; return the checkpoint to resume from, if any."""
+    out.mkdir(parents=True, exist_ok=True)
+    saved = out / "config.json"
+    if saved.exists():
+        previous = json.loads(saved.read_text())
+        if previous != identity:
+            changed = sorted(k for k in set(previous) | set(identity) if previous.get(k) != identity.get(k))
+            raise ResumeMismatchError(f"{out} holds a run with other settings ({', '.join(changed)} differ): "
+                                      "use another --out, or the same settings to resume it")
+    else:
+        saved.write_text(json.dumps(identity, indent=2) + "\n")
+    checkpoint = out / "checkpoint.zip"
+    return checkpoint if checkpoint.exists() else None

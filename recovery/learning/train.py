@@ -1,0 +1,208 @@
+"""``recovery train-selector``: PPO (stable-baselines3) over parallel selector environments.
+
+A run lives in one directory: ``checkpoint.zip`` (written atomically every few thousand
+decisions; rerunning the same command resumes from it), ``selector.zip`` (the final model, what
+``recovery eval --selector ppo --selector-path`` reads), ``config.json``, TensorBoard logs under
+``tb/``, ``curve.csv`` and ``learning_curve.png`` (success and mode frequencies against decisions),
+``throughput.json`` (decisions per second, share of wall time in simulation vs the PPO update),
+and the evaluation callback's ``evaluations.npz`` / ``best/``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList, EvalCallback
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
+
+from recovery.learning.env import SelectorEnv, SelectorEnvConfig
+from recovery.learning.observation import LEARNED_MODES
+from recovery.learning.run_dir import append_curve_row, prepare_run, save_atomically, truncate_curve
+from recovery.learning.selector import check_meta, selector_meta
+
+@dataclass(frozen=True)
+class PPOConfig:
+    """The source's PPO settings (lr, gamma, clip, value and entropy coefficients); the rollout
+    sizes are ours, sized for CPU machines."""
+
+    learning_rate: float = 1e-4
+    gamma: float = 0.99
+    clip_range: float = 0.2
+    vf_coef: float = 0.1
+    ent_coef: float = 0.01
+    gae_lambda: float = 0.95
+    n_steps: int = 256  # decisions per environment between updates
+    batch_size: int = 64
+    n_epochs: int = 10
+    net_arch: tuple[int, ...] = (128, 128)
+
+
+@dataclass(frozen=True)
+class TrainSelectorConfig:
+    env: SelectorEnvConfig = field(default_factory=SelectorEnvConfig)
+    ppo: PPOConfig = field(default_factory=PPOConfig)
+    decisions: int = 20_000  # total high-level decisions (PPO timesteps) over all environments
+    envs: int = 2  # parallel environments (processes, or Ray actors with ray_address)
+    seed: int = 0
+    out: Path = Path("selectors/libero_object")
+    checkpoint_every: int = 2_000  # decisions
+    eval_every: int = 5_000  # decisions; 0: no evaluation callback
+    eval_episodes: int = 10
+    device: str = "auto"
+    ray_address: str | None = None
+    progress: bool = True
+
+    def identity(self) -> dict:
+        """What must match for a rerun to resume the same run (the length may grow)."""
+        data = json.loads(json.dumps(asdict(self), default=str))
+        for key in ("decisions", "progress", "device", "ray_address", "eval_every", "eval_episodes",
+                    "checkpoint_every"):
+            data.pop(key)
+        return data
+
+
+def make_env(config: SelectorEnvConfig) -> Monitor:
+    """Top-level so that worker processes and Ray actors can build it from a pickle."""
+    import torch
+
+    torch.set_num_threads(1)  # one simulator per core; the policy nets are tiny
+    return Monitor(SelectorEnv(config))
+
+
+def make_vec_env(config: TrainSelectorConfig) -> VecEnv:
+    env_fns = [functools.partial(make_env, config.env) for _ in range(config.envs)]
+    if config.ray_address:
+        from recovery.learning.ray_envs import RayVecEnv
+
+        return RayVecEnv(env_fns, config.ray_address)
+    if config.envs == 1:
+        return DummyVecEnv(env_fns)
+    return SubprocVecEnv(env_fns, start_method="spawn")  # MuJoCo/EGL state must not be forked
+
+
+class RunRecorder(BaseCallback):
+    """Learning curve, throughput, periodic atomic checkpoints, progress bar."""
+
+    def __init__(self, config: TrainSelectorConfig, out: Path):
+        super().__init__()
+        self.config, self.out = config, out
+        self._next_checkpoint = 0
+        self._collect = self._update = 0.0
+        self._rollout_started = self._rollout_ended = None
+
+    def _on_training_start(self) -> None:
+        from tqdm import tqdm
+
+        self._start_decisions = self.num_timesteps
+        self._next_checkpoint = self.num_timesteps + self.config.checkpoint_every
+        self._wall = time.perf_counter()
+        self._bar = tqdm(total=self.config.decisions, initial=self.num_timesteps, unit="decision",
+                         disable=not self.config.progress, desc="train-selector")
+        self._reset_rollout_stats()
+
+    def _reset_rollout_stats(self) -> None:
+        self._modes: Counter[str] = Counter()
+        self._successes: list[bool] = []
+        self._returns: list[float] = []
+
+    def _on_rollout_start(self) -> None:
+        now = time.perf_counter()
+        if self._rollout_ended is not None:
+            self._update += now - self._rollout_ended
+        self._rollout_started = now
+
+    def _on_step(self) -> bool:
+        for info in self.locals["infos"]:
+            self._modes[info.get("mode", "EXECUTE")] += 1
+            if "is_success" in info:
+                self._successes.append(bool(info["is_success"]))
+                self._returns.append(float(info["episode"]["r"]) if "episode" in info else float("nan"))
+        self._bar.update(self.training_env.num_envs)
+        if self.num_timesteps >= self._next_checkpoint:
+            save_atomically(self.model, self.out / "checkpoint.zip")
+            self._next_checkpoint += self.config.checkpoint_every
+        return True
+
+    def _on_rollout_end(self) -> None:
+        now = time.perf_counter()
+        self._collect += now - self._rollout_started
+        self._rollout_ended = now
+        total = sum(self._modes.values()) or 1
+        row = {"decisions": self.num_timesteps, "episodes": len(self._successes),
+               "success_rate": float(np.mean(self._successes)) if self._successes else "",
+               "mean_return": float(np.mean(self._returns)) if self._returns else "",
+               **{f"share_{m.name}": self._modes[m.name] / total for m in LEARNED_MODES}}
+        append_curve_row(self.out / "curve.csv", row)
+        self._reset_rollout_stats()
+
+    def _on_training_end(self) -> None:
+        if self._rollout_ended is not None:
+            self._update += time.perf_counter() - self._rollout_ended
+        self._bar.close()
+        wall = time.perf_counter() - self._wall
+        decisions = self.num_timesteps - self._start_decisions
+        (self.out / "throughput.json").write_text(json.dumps({
+            "envs": self.config.envs, "ray": bool(self.config.ray_address), "decisions": decisions,
+            "wall_s": round(wall, 2), "decisions_per_s": round(decisions / wall, 3) if wall else None,
+            "simulation_share": round(self._collect / wall, 4) if wall else None,
+            "update_share": round(self._update / wall, 4) if wall else None,
+            "note": "simulation = collecting rollouts (base policy, critics, rollback, evaluation episodes); "
+                    "update = the PPO gradient steps",
+        }, indent=2) + "\n")
+
+
+def train_selector(config: TrainSelectorConfig) -> Path:
+    """Train (or resume) and return the final selector's path."""
+    import torch
+
+    from vla_wrappers.base import resolve_device
+
+    torch.set_num_threads(1)
+    out = Path(config.out)
+    resume_from = prepare_run(out, config.identity())
+    layout = config.env.observation
+    device = resolve_device(config.device)
+    venv = make_vec_env(config)
+    eval_env = None
+    try:
+        if resume_from:
+            model = PPO.load(resume_from, env=venv, device=device)
+            check_meta(getattr(model, "selector_meta", None), layout, resume_from)
+            truncate_curve(out / "curve.csv", model.num_timesteps)
+        else:
+            p = config.ppo
+            model = PPO("MlpPolicy", venv, learning_rate=p.learning_rate, gamma=p.gamma, clip_range=p.clip_range,
+                        vf_coef=p.vf_coef, ent_coef=p.ent_coef, gae_lambda=p.gae_lambda, n_steps=p.n_steps,
+                        batch_size=p.batch_size, n_epochs=p.n_epochs, seed=config.seed, device=device,
+                        policy_kwargs={"net_arch": list(p.net_arch)}, tensorboard_log=str(out / "tb"))
+            model.selector_meta = selector_meta(layout)  # saved with every checkpoint
+        callbacks = [RunRecorder(config, out)]
+        if config.eval_every:
+            eval_env = DummyVecEnv([functools.partial(make_env, config.env)])
+            eval_env.seed(config.seed + 1_000_003)
+            callbacks.append(EvalCallback(eval_env, n_eval_episodes=config.eval_episodes,
+                                          eval_freq=max(config.eval_every // config.envs, 1), log_path=str(out),
+                                          best_model_save_path=str(out / "best"), verbose=0))
+        remaining = config.decisions - model.num_timesteps
+        if remaining > 0:
+            model.learn(remaining, callback=CallbackList(callbacks), reset_num_timesteps=resume_from is None,
+                        tb_log_name="ppo")
+            save_atomically(model, out / "checkpoint.zip")
+        final = out / "selector.zip"
+        save_atomically(model, final)
+    finally:
+        venv.close()
+        if eval_env is not None:
+            eval_env.close()
+    from recovery.learning.curve import plot_learning_curve
+
+    plot_learning_curve(out / "curve.csv", out / "learning_curve.png")
+    return final

@@ -1,0 +1,159 @@
+"""The learned selector: its observation, its Gymnasium environment on real LIBERO, PPO training
+(stable-baselines3) with checkpoints and resume, loading checks, and Ray on a local instance."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from recovery.evaluation.runner import EvalConfig, evaluate
+from recovery.evaluation.assembly import RecoveryOptions
+from recovery.learning.env import SelectorEnv, SelectorEnvConfig
+from recovery.learning.observation import LEARNED_MODES, ObservationLayout
+from recovery.learning.selector import PPOSelector, SelectorCheckpointError, selector_meta
+from recovery.learning.train import PPOConfig, TrainSelectorConfig, train_selector
+from recovery.modes import Mode
+from recovery.ray_cluster import RayUnavailableError
+from recovery.selectors import DecisionContext
+
+ENV = SelectorEnvConfig(suite="libero_object", tasks=(0,), max_steps=60)
+SMALL_PPO = PPOConfig(n_steps=32, batch_size=32, n_epochs=2)
+
+
+def _context(steps: int, quality_steps: int) -> DecisionContext:
+    history = {"state": np.ones((steps, 8)), "action": np.full((steps, 7), 0.5), "quality": np.full(quality_steps, .9),
+               "value": np.full(steps, .7), "risk": np.full(steps, .1)}
+    return DecisionContext(step=steps, quality=.9, value=.7, risk=.1, flags={}, rollbacks_left=2,
+                           steps_since_rollback=steps, last_rollback_mode=None, history=history)
+
+
+def test_observation_pads_the_past_and_flags_what_is_real():
+    layout = ObservationLayout(history=20)
+    rows = layout.encode(_context(steps=5, quality_steps=3))[:-3].reshape(20, layout.row_size)
+    assert rows.shape[1] == 20 and not rows[:15].any()  # before the episode: zeros, flags off
+    assert (rows[15:, :8] == 1).all() and (rows[15:, 8:15] == .5).all() and (rows[15:, 18] == 1).all()
+    assert (rows[17:, 15] == np.float32(.9)).all() and (rows[15:17, 19] == 0).all() and (rows[17:, 19] == 1).all()
+    full = layout.encode(_context(steps=50, quality_steps=50))
+    assert full.shape == (layout.size,) and (full[:-3].reshape(20, -1)[:, 18] == 1).all()
+
+
+def test_env_passes_the_gymnasium_checker_and_pays_the_source_rewards():
+    env = SelectorEnv(replace(ENV, disturbed_share=0.0))
+    try:
+        check_env(env, skip_render_check=True)
+        obs, info = env.reset(seed=5)
+        assert env.observation_space.contains(obs) and info["task"] == 0
+        _, reward, done, truncated, info = env.step(LEARNED_MODES.index(Mode.RETRY))
+        assert info["mode"] == "RETRY" and reward == pytest.approx(-0.02 - 0.1) and not truncated
+        rewards = []
+        while not done:
+            _, reward, done, _, info = env.step(0)
+            rewards.append(reward)
+        assert info["is_success"] is False and info["steps"] + info["recovery_steps"] >= 60  # budget of 60 steps
+        assert rewards[-1] == pytest.approx(-0.02 - 1.0) and set(rewards[:-1]) == {-0.02}
+    finally:
+        env.close()
+
+
+def test_ppo_trains_on_real_libero_and_the_selector_reloads(tmp_path):
+    out = tmp_path / "run"
+    config = TrainSelectorConfig(env=ENV, ppo=SMALL_PPO, decisions=128, envs=1, out=out, checkpoint_every=64,
+                                 eval_every=64, eval_episodes=1, device="cpu", progress=False)
+    final = train_selector(config)
+    throughput = json.loads((out / "throughput.json").read_text())
+    assert throughput["decisions"] == 128 and 0 < throughput["update_share"] < throughput["simulation_share"] < 1
+    curve = (out / "curve.csv").read_text().splitlines()
+    assert curve[0].startswith("decisions,") and [int(line.split(",")[0]) for line in curve[1:]] == [32, 64, 96, 128]
+    assert (out / "learning_curve.png").stat().st_size > 0 and (out / "evaluations.npz").exists()
+    assert any((out / "tb").rglob("events.out.tfevents.*"))
+    selector = PPOSelector(final)
+    assert selector.model.num_timesteps == 128
+    assert selector.decide(_context(steps=20, quality_steps=20)) in LEARNED_MODES
+
+
+def test_checkpoint_of_another_layout_or_no_selector_is_refused(tmp_path):
+    from stable_baselines3 import PPO
+
+    env = SelectorEnv(ENV)
+    try:
+        model = PPO("MlpPolicy", env, n_steps=32, batch_size=32, device="cpu")
+        model.selector_meta = selector_meta(ObservationLayout(history=10))
+        model.save(tmp_path / "other.zip")
+        del model.selector_meta
+        model.save(tmp_path / "plain.zip")
+    finally:
+        env.close()
+    with pytest.raises(SelectorCheckpointError, match=r"'history': 10.*'history': 20"):
+        PPOSelector(tmp_path / "other.zip")
+    with pytest.raises(SelectorCheckpointError, match="not a selector checkpoint"):
+        PPOSelector(tmp_path / "plain.zip")
+    with pytest.raises(FileNotFoundError, match="train-selector"):
+        PPOSelector(tmp_path / "missing.zip")
+
+
+def test_interrupted_training_resumes_from_its_checkpoint(tmp_path):
+    out = tmp_path / "run"
+    command = [sys.executable, "-m", "recovery", "train-selector", "--suite", "libero_object", "--tasks", "0",
+               "--max-steps", "60", "--decisions", "256", "--envs", "1", "--n-steps", "32", "--checkpoint-every",
+               "32", "--eval-every", "0", "--device", "cpu", "--out", str(out), "--no-progress"]
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 240
+    while not (out / "checkpoint.zip").exists() and time.time() < deadline and first.poll() is None:
+        time.sleep(0.5)
+    first.send_signal(signal.SIGINT)
+    _, err = first.communicate(timeout=60)
+    assert first.returncode == 130 and "resume" in err
+    from stable_baselines3 import PPO
+
+    saved = PPO.load(out / "checkpoint.zip").num_timesteps
+    assert 32 <= saved < 256
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert PPOSelector(out / "selector.zip").model.num_timesteps == 256
+    decisions = [int(line.split(",")[0]) for line in (out / "curve.csv").read_text().splitlines()[1:]]
+    assert decisions == sorted(set(decisions)) and decisions[-1] == 256  # no row twice after the resume
+    changed = subprocess.run(command[:-1] + ["--disturbed-share", "0.9", "--no-progress"], capture_output=True,
+                             text=True)
+    assert changed.returncode == 2 and "other settings (env differ)" in changed.stderr
+
+
+def test_unreachable_ray_address_fails_before_anything_runs(tmp_path):
+    out = tmp_path / "eval.jsonl"
+    config = EvalConfig(suite="libero_object", tasks=(0,), episodes=1, policy="zero", out=out,
+                        ray_address="127.0.0.1:9", progress=False)
+    with pytest.raises(RayUnavailableError, match="cannot be reached"):
+        evaluate(config)
+    assert not out.exists()
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    yield ray
+    ray.shutdown()
+
+
+def test_evaluation_sharded_over_local_ray_matches_in_process(tmp_path, local_ray):
+    base = EvalConfig(suite="libero_object", tasks=(0, 1), episodes=1, policy="embedded", max_steps=30,
+                      recovery=RecoveryOptions(selector="rule"), progress=False)
+    local = evaluate(replace(base, out=tmp_path / "local.jsonl"))
+    sharded = evaluate(replace(base, out=tmp_path / "ray.jsonl", workers=2, ray_address="auto"))
+    keep = ("task", "init", "success", "steps", "error")
+    assert sorted(tuple(r[k] for k in keep) for r in sharded) == sorted(tuple(r[k] for k in keep) for r in local)
+    assert len(sharded) == 2 and all(r["error"] is None for r in sharded)
+
+
+def test_training_collects_with_ray_actors(tmp_path, local_ray):
+    config = TrainSelectorConfig(env=ENV, ppo=SMALL_PPO, decisions=64, envs=2, out=tmp_path / "run",
+                                 eval_every=0, device="cpu", ray_address="auto", progress=False)
+    assert PPOSelector(train_selector(config)).model.num_timesteps == 64
+    assert json.loads((tmp_path / "run" / "throughput.json").read_text())["ray"] is True
