@@ -6,7 +6,7 @@ STAMP := .make/installed
 .PHONY: install demo test bench clean
 
 $(STAMP): setup.py
-	$(PYTHON) -m pip install -q -e '.[test]'
+	$(PYTHON) -m pip install -q -e '.[test,ros]'
 	@mkdir -p .make && touch $(STAMP)
 
 install: $(STAMP)

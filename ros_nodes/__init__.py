@@ -1,0 +1,6 @@
+"""ROS 2 layer of the agentic-recovery stack: the supervisor on a real (or simulated) arm.
+
+Only the ``*_node`` modules and ``ros_backend``/``messages`` import rclpy; everything else here is
+plain Python (configuration, conversions, trajectory timing, safety checks, bag writing, the
+process launcher) and is tested without ROS, py_trees_ros style.
+"""

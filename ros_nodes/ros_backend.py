@@ -1,0 +1,275 @@
+"""A ROS 2 arm as a RobotBackend: the supervisor drives it exactly as it drives LIBERO.
+
+In: ``sensor_msgs/JointState`` (arm + fingers), the end-effector pose (PoseStamped), the contact
+wrench, optional object poses and camera images. Out: one TwistStamped + gripper command per
+control period, and rollback as a joint-space ``trajectory_msgs/JointTrajectory`` on the
+controller's topic (or a FollowJointTrajectory goal where control_msgs is installed).
+
+Safety: every input must be younger than ``max_state_age_s`` or ``observe`` raises StaleStateError
+(the caller holds: nothing is commanded from old data); a JointState with other joint names is
+rejected and logged; a rollback trajectory outside the joint limits is refused and logged; after
+an emergency stop no command leaves this backend until ``clear_emergency_stop``.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from typing import Callable
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
+from rclpy.node import Node
+from sensor_msgs.msg import Image, JointState
+from std_msgs.msg import Bool, Float64
+
+from recovery.backend import (
+    GRIPPER_OPEN, ContactInfo, EefPose, MoveResult, Observation, RobotBackend, StepResult, validate_action,
+)
+from recovery.features import quat_xyzw_to_matrix
+from ros_nodes.config import ConfigError, RobotConfig
+from ros_nodes.convert import action_to_twist, image_to_rgb, standard_state
+from ros_nodes.messages import pose_arrays, to_sec, trajectory_msg
+from ros_nodes.state import ArmStateCache, JointMapper, JointNamesError, PoseJointMemory, StaleStateError
+from ros_nodes.trajectory import TrajectoryLimitError, check_trajectory, plan_joint_move
+
+
+class EmergencyStopError(RuntimeError):
+    """The emergency stop is engaged: no command may be sent until it is reset."""
+
+
+class RosBackend(RobotBackend):
+    supports_snapshot = False
+
+    def __init__(self, node: Node, config: RobotConfig):
+        self.node, self.config = node, config
+        self.log = node.get_logger()
+        self.joints = JointMapper(config.joints.names, config.joints.finger_names)
+        self.state = ArmStateCache()
+        self.poses = PoseJointMemory()
+        self._command_lock = threading.Lock()  # an e-stop can never slip between its check and a publish
+        self._estopped = False
+        self._next_tick: float | None = None
+        self._obs: Observation | None = None
+        self.on_move: Callable[[str, dict], None] = lambda phase, info: None  # start | end | refused
+        topics = config.topics
+        node.create_subscription(JointState, topics.joint_states, self._on_joint_state, 10)
+        node.create_subscription(PoseStamped, topics.eef_pose, self._on_eef_pose, 10)
+        if topics.wrench:
+            node.create_subscription(WrenchStamped, topics.wrench, self._on_wrench, 10)
+        if topics.success:
+            node.create_subscription(Bool, topics.success, lambda m: self.state.put("success", m.data, 0.0), 10)
+        for name in config.object_names:
+            node.create_subscription(PoseStamped, f"{topics.objects}/{name}/pose",
+                                     lambda m, n=name: self._on_object(n, m), 10)
+        for key, topic in config.cameras.items():
+            node.create_subscription(Image, topic, lambda m, k=key: self._on_image(k, m), 2)
+        self._twist_pub = node.create_publisher(TwistStamped, topics.twist_command, 10)
+        self._gripper_pub = node.create_publisher(Float64, topics.gripper_command, 10)
+        self._trajectory = self._trajectory_sender()
+        self._required = ("joints", "eef_pose", *(("wrench",) if topics.wrench else ()),
+                          *(f"object:{n}" for n in config.object_names), *config.cameras)
+
+    # --- inputs (executor thread) ----------------------------------------------------------------
+    def _on_joint_state(self, msg: JointState) -> None:
+        try:
+            value = self.joints.split(list(msg.name), msg.position, msg.velocity)
+        except JointNamesError as exc:
+            self.state.reject("joints", str(exc))
+            self.log.error(f"rejected joint state: {exc}", throttle_duration_sec=2.0)
+            return
+        self.state.put("joints", value, to_sec(msg.header.stamp))
+
+    def _on_eef_pose(self, msg: PoseStamped) -> None:
+        self.state.put("eef_pose", pose_arrays(msg), to_sec(msg.header.stamp))
+
+    def _on_wrench(self, msg: WrenchStamped) -> None:
+        f = msg.wrench.force
+        self.state.put("wrench", float(math.sqrt(f.x * f.x + f.y * f.y + f.z * f.z)), to_sec(msg.header.stamp))
+
+    def _on_object(self, name: str, msg: PoseStamped) -> None:
+        pos, quat = pose_arrays(msg)
+        self.state.put(f"object:{name}", np.concatenate([pos, quat]), to_sec(msg.header.stamp))
+
+    def _on_image(self, key: str, msg: Image) -> None:
+        try:
+            image = image_to_rgb(msg.height, msg.width, msg.encoding, msg.step, msg.data)
+        except ValueError as exc:
+            self.state.reject(key, str(exc))
+            self.log.error(f"rejected image on {key}: {exc}", throttle_duration_sec=2.0)
+            return
+        self.state.put(key, image, to_sec(msg.header.stamp))
+
+    # --- RobotBackend ------------------------------------------------------------------------------
+    def now(self) -> float:
+        return self.node.get_clock().now().nanoseconds * 1e-9
+
+    def observe(self) -> Observation:
+        """The latest inputs as the LIBERO backend's observation keys; StaleStateError if any is old."""
+        values = self.state.fresh(self._required, self.now(), self.config.max_state_age_s)
+        joint_pos, joint_vel, fingers = values["joints"]
+        pos, quat = values["eef_pose"]
+        obs: Observation = {
+            "state": standard_state(pos, quat, fingers), "eef_pos": pos, "eef_quat": quat,
+            "gripper_qpos": fingers, "joint_pos": joint_pos, "joint_vel": joint_vel,
+            "contact_force": values.get("wrench", 0.0),
+        }
+        if self.config.object_names:
+            obs["object_poses"] = {n: values[f"object:{n}"] for n in self.config.object_names}
+        obs.update({key: values[key] for key in self.config.cameras})
+        self._obs = obs
+        return obs
+
+    def step(self, action: np.ndarray) -> StepResult:
+        act = validate_action(action)
+        linear, angular, gripper = action_to_twist(act, self.config.period)
+        msg = TwistStamped()
+        msg.header.stamp = self.node.get_clock().now().to_msg()
+        msg.header.frame_id = self.config.frame_id
+        msg.twist.linear.x, msg.twist.linear.y, msg.twist.linear.z = (float(v) for v in linear)
+        msg.twist.angular.x, msg.twist.angular.y, msg.twist.angular.z = (float(v) for v in angular)
+        with self._command_lock:
+            self._check_estop()
+            self._twist_pub.publish(msg)
+            self._gripper_pub.publish(Float64(data=gripper))
+        self._wait_tick()
+        return StepResult(self.observe(), bool(self.state.latest("success")))
+
+    def eef_pose(self) -> EefPose:
+        """Pose of the last observation; remembered with its joints as a possible rollback goal."""
+        obs = self._last_obs()
+        pose = EefPose(obs["eef_pos"], quat_xyzw_to_matrix(obs["eef_quat"]))
+        self.poses.remember(pose, obs["joint_pos"])
+        return pose
+
+    def contacts(self) -> ContactInfo:
+        return ContactInfo(float(self._last_obs()["contact_force"]), frozenset())
+
+    def move_to(self, target: EefPose, gripper: float = GRIPPER_OPEN, max_steps: int = 60,
+                pos_tol: float = 0.002, rot_tol: float = 0.02) -> MoveResult:
+        """Joint-space rollback to the joints seen at ``target``, within the velocity and
+        acceleration limits; refused (not reached, 0 steps) when no safe trajectory exists."""
+        goal = self.poses.lookup(target)
+        start = self.observe()["joint_pos"]
+        if goal is None:
+            return self._refuse(target, "no joint configuration was seen at the target pose")
+        cfg = self.config
+        try:
+            path = plan_joint_move(start, goal, cfg.joints.limits, cfg.trajectory_dt, cfg.max_rollback_joint_step)
+        except TrajectoryLimitError as exc:
+            return self._refuse(target, str(exc))
+        problems = check_trajectory(start, path, cfg.joints.limits)
+        budget = max_steps * cfg.period
+        if path.duration > budget:
+            problems.append(f"needs {path.duration:.2f} s within the limits, the budget is {budget:.2f} s")
+        if problems:
+            return self._refuse(target, "; ".join(problems))
+        with self._command_lock:
+            self._check_estop()
+            self._gripper_pub.publish(Float64(data=float(gripper)))
+            done = self._trajectory(trajectory_msg(cfg.joints.names, path))
+        self.on_move("start", {"duration": path.duration, "points": len(path.times), "goal": goal.tolist()})
+        started = time.monotonic()
+        steps = 0
+        while steps < max_steps:
+            self._wait_tick()
+            steps += 1
+            self._check_estop()
+            if time.monotonic() - started < path.duration or not done():
+                continue
+            pos_err, rot_err = self._errors(target)
+            if pos_err <= pos_tol and rot_err <= rot_tol:
+                break
+        self._next_tick = None
+        result = self._result(target, steps, pos_tol, rot_tol)
+        self.on_move("end", {"reached": result.reached, "steps": steps, "pos_error": result.pos_error,
+                             "rot_error": result.rot_error})
+        return result
+
+    def close(self) -> None:
+        """Publishers and subscriptions go with the node."""
+
+    # --- episode and safety ---------------------------------------------------------------------
+    def start_episode(self) -> None:
+        self.poses.reset()
+        self._next_tick = None
+        self._obs = None
+
+    def engage_emergency_stop(self) -> None:
+        with self._command_lock:
+            self._estopped = True
+
+    def clear_emergency_stop(self) -> None:
+        with self._command_lock:
+            self._estopped = False
+
+    @property
+    def estopped(self) -> bool:
+        return self._estopped
+
+    def wait_period(self) -> None:
+        """One control period without commanding anything (holding)."""
+        self._wait_tick()
+
+    # --- helpers ---------------------------------------------------------------------------------
+    def _check_estop(self) -> None:
+        if self._estopped:
+            raise EmergencyStopError("emergency stop engaged: no command until it is reset")
+
+    def _wait_tick(self) -> None:
+        """Keep the control rate: sleep until the next period boundary (never bursts to catch up)."""
+        now = time.monotonic()
+        self._next_tick = max((self._next_tick or now) + self.config.period, now)
+        time.sleep(self._next_tick - now)
+
+    def _last_obs(self) -> Observation:
+        if self._obs is None:
+            raise StaleStateError("no observation yet: call observe() first")
+        return self._obs
+
+    def _errors(self, target: EefPose) -> tuple[float, float]:
+        pos, quat = self.state.latest("eef_pose")
+        return EefPose(pos, quat_xyzw_to_matrix(quat)).distance(target)
+
+    def _refuse(self, target: EefPose, reason: str) -> MoveResult:
+        self.log.error(f"rollback refused: {reason}")
+        self.on_move("refused", {"reason": reason})
+        return self._result(target, 0)
+
+    def _result(self, target: EefPose, steps: int, pos_tol: float = 0.0, rot_tol: float = 0.0) -> MoveResult:
+        pos_err, rot_err = self._errors(target)
+        return MoveResult(steps > 0 and pos_err <= pos_tol and rot_err <= rot_tol, steps, pos_err, rot_err)
+
+    def _trajectory_sender(self):
+        """A function that sends a JointTrajectory and returns a ``done()`` probe: the controller's
+        topic (done once the points have run), or FollowJointTrajectory (done on its result)."""
+        if self.config.trajectory_interface == "topic":
+            from trajectory_msgs.msg import JointTrajectory
+
+            publisher = self.node.create_publisher(JointTrajectory, self.config.topics.trajectory, 10)
+
+            def send_topic(msg):
+                publisher.publish(msg)
+                return lambda: True
+
+            return send_topic
+        try:
+            from control_msgs.action import FollowJointTrajectory
+            from rclpy.action import ActionClient
+        except ImportError as exc:
+            raise ConfigError("trajectory_interface=action needs control_msgs (FollowJointTrajectory), which is "
+                              "not installed: use trajectory_interface=topic") from exc
+        client = ActionClient(self.node, FollowJointTrajectory, self.config.topics.trajectory_action)
+
+        def send_action(msg):
+            if not client.wait_for_server(timeout_sec=1.0):
+                raise RuntimeError(f"no FollowJointTrajectory server on {self.config.topics.trajectory_action}")
+            goal = FollowJointTrajectory.Goal(trajectory=msg)
+            sent = client.send_goal_async(goal)
+            result: list = []
+            sent.add_done_callback(lambda f: f.result().get_result_async().add_done_callback(result.append)
+                                   if f.result().accepted else result.append(None))
+            return lambda: bool(result)
+
+        return send_action

@@ -1,0 +1,114 @@
+"""What the supervisor knows about the arm: the latest input samples, their age, and which joint
+configuration went with each end-effector pose it saw (the rollback's joint-space goal).
+
+Thread-safe: ROS callbacks write, the control loop reads.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from recovery.backend import EefPose
+
+
+class StaleStateError(RuntimeError):
+    """An input older than the allowed age (or never received): hold, never act on it."""
+
+
+class JointNamesError(ValueError):
+    """A JointState whose joint names or counts do not match the configuration."""
+
+
+@dataclass(frozen=True)
+class JointMapper:
+    """Picks the configured arm and finger joints, in configured order, out of a JointState.
+    The message must name exactly the configured joints (any order) with one position each."""
+
+    names: tuple[str, ...]
+    finger_names: tuple[str, ...] = ()
+
+    def split(self, names: list[str], positions, velocities=()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(arm positions, arm velocities, finger positions); raises JointNamesError."""
+        expected = self.names + self.finger_names
+        if len(names) != len(positions) or (len(velocities) and len(velocities) != len(names)):
+            raise JointNamesError(f"JointState has {len(names)} names but {len(positions)} positions and "
+                                  f"{len(velocities)} velocities")
+        if sorted(names) != sorted(expected):
+            raise JointNamesError(f"JointState names {list(names)} do not match the configured {list(expected)}")
+        index = {n: i for i, n in enumerate(names)}
+        arm = [index[n] for n in self.names]
+        fingers = [index[n] for n in self.finger_names]
+        pos = np.asarray(positions, dtype=np.float64)
+        vel = np.asarray(velocities, dtype=np.float64) if len(velocities) else np.zeros(len(names))
+        return pos[arm], vel[arm], pos[fingers]
+
+
+@dataclass(frozen=True)
+class Sample:
+    value: Any
+    stamp: float  # seconds, from the message header (the time it describes)
+
+
+class ArmStateCache:
+    """Latest sample per input, plus the latest reason a message for it was rejected."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._samples: dict[str, Sample] = {}
+        self._rejected: dict[str, str] = {}
+
+    def put(self, key: str, value: Any, stamp: float) -> None:
+        with self._lock:
+            self._samples[key] = Sample(value, stamp)
+            self._rejected.pop(key, None)
+
+    def reject(self, key: str, reason: str) -> None:
+        with self._lock:
+            self._rejected[key] = reason
+
+    def latest(self, key: str) -> Any:
+        with self._lock:
+            sample = self._samples.get(key)
+        return None if sample is None else sample.value
+
+    def fresh(self, keys: tuple[str, ...], now: float, max_age: float) -> dict[str, Any]:
+        """The values of ``keys``, each no older than ``max_age`` s; else StaleStateError."""
+        with self._lock:
+            samples = {k: self._samples.get(k) for k in keys}
+            rejected = dict(self._rejected)
+        for key, sample in samples.items():
+            why = f" (last message rejected: {rejected[key]})" if key in rejected else ""
+            if sample is None:
+                raise StaleStateError(f"no {key} received yet{why}")
+            age = now - sample.stamp
+            if age > max_age:
+                raise StaleStateError(f"{key} is {age:.3f} s old (allowed {max_age} s){why}")
+        return {k: s.value for k, s in samples.items()}
+
+
+class PoseJointMemory:
+    """Joint configuration seen at each end-effector pose handed to the supervisor this episode.
+
+    The supervisor stores poses (EefPose) as rollback targets; rolling back on a real arm needs a
+    joint-space goal. Remembering the measured joints that produced each pose is exact, needs no
+    inverse kinematics and keeps the arm's posture (elbow, null space) of the nominal state."""
+
+    def __init__(self) -> None:
+        self._joints: dict[bytes, np.ndarray] = {}
+
+    def reset(self) -> None:
+        self._joints.clear()
+
+    def remember(self, pose: EefPose, joints: np.ndarray) -> None:
+        self._joints[self._key(pose)] = np.array(joints, dtype=np.float64)
+
+    def lookup(self, pose: EefPose) -> np.ndarray | None:
+        return self._joints.get(self._key(pose))
+
+    @staticmethod
+    def _key(pose: EefPose) -> bytes:
+        return np.asarray(pose.pos, dtype=np.float64).tobytes() + np.asarray(pose.rot, dtype=np.float64).tobytes()

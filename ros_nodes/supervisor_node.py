@@ -1,0 +1,232 @@
+"""ROS node ``supervisor``: the recovery supervisor driving an arm through ROS 2.
+
+The same Supervisor as in LIBERO (base policy through the chunk broker, quality metrics, value and
+risk critics, mode selector, physical rollback), over a RosBackend.
+
+Interface (``~`` is the node's name):
+- services (std_srvs/Trigger): ``~/start_episode``, ``~/stop_episode``, ``~/emergency_stop``,
+  ``~/reset_emergency_stop``
+- ``~/instruction`` (std_msgs/String, in): the instruction of the next episode
+- ``~/mode`` (std_msgs/String, latched): IDLE | EXECUTE | HOLD | ROLLBACK | ESTOP
+- ``~/events`` (std_msgs/String, JSON): episode_start, hold, decision, rollback_start,
+  rollback_end, episode_end (with the supervisor's summary), emergency_stop
+- ``~/status`` (std_msgs/String, JSON): episode, step, mode, rollbacks, every control step
+- the emergency-stop topic (std_msgs/Bool, latched): engaged by the service or by anyone else
+
+Holding: a stale input or a policy that fails (e.g. its server is down) sends nothing for that
+period, reports why, and tries again the next period; the arm driver's own command timeout keeps
+the arm still.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections import Counter
+
+import rclpy
+from rclpy.node import Node
+from std_msgs.msg import Bool, String
+from std_srvs.srv import Trigger
+
+from recovery.evaluation.assembly import RecoveryOptions, build_supervisor
+from recovery.evaluation.results import EpisodeSpec
+from recovery.supervisor import SupervisorConfig
+from ros_nodes.config import SupervisorNodeConfig
+from ros_nodes.messages import LATCHED
+from ros_nodes.ros_backend import EmergencyStopError, RosBackend
+from ros_nodes.runtime import node_main
+from ros_nodes.state import StaleStateError
+from sim.tasks import resolve_task
+from vla_wrappers.base import PolicyError
+from vla_wrappers.broker import ChunkBroker
+from vla_wrappers.registry import make_policy
+
+SCENE_RESET_TIMEOUT_S = 30.0
+
+
+class SupervisorNode:
+    def __init__(self, node: Node, config: SupervisorNodeConfig):
+        self.node, self.config = node, config
+        self.log = node.get_logger()
+        self.backend = RosBackend(node, config.robot)
+        self.backend.on_move = self._on_move
+        policy = make_policy(config.policy, self.backend, config.policy_options)
+        spec = EpisodeSpec(config.suite, config.task, 0, 0, config.policy, selector=config.selector)
+        self.agent = build_supervisor(self.backend, ChunkBroker(policy, config.replan_every), spec,
+                                      RecoveryOptions(selector=config.selector, rollback="physical",
+                                                      supervisor=SupervisorConfig(max_rollbacks=config.max_rollbacks)))
+        self.instruction = config.instruction or resolve_task(config.suite, config.task).instruction
+        self.episode, self.mode = 0, ""
+        self._start, self._stop = threading.Event(), threading.Event()
+        self._running = False
+        self._mode_pub = node.create_publisher(String, "~/mode", LATCHED)
+        self._events_pub = node.create_publisher(String, "~/events", 100)
+        self._status_pub = node.create_publisher(String, "~/status", 10)
+        self._estop_pub = node.create_publisher(Bool, config.robot.topics.emergency_stop, LATCHED)
+        node.create_subscription(String, "~/instruction", self._on_instruction, 10)
+        node.create_subscription(Bool, config.robot.topics.emergency_stop, self._on_estop_topic, LATCHED)
+        node.create_service(Trigger, "~/start_episode", self._on_start)
+        node.create_service(Trigger, "~/stop_episode", self._on_stop)
+        node.create_service(Trigger, "~/emergency_stop", self._on_estop_service)
+        node.create_service(Trigger, "~/reset_emergency_stop", self._on_estop_reset)
+        self._scene_reset = node.create_client(Trigger, config.scene_reset_service) \
+            if config.scene_reset_service else None
+        self._set_mode("IDLE")
+        self.log.info(f"ready: policy {config.policy}, selector {config.selector}, instruction {self.instruction!r}")
+
+    # --- requests (executor thread) ------------------------------------------------------------------
+    def _on_instruction(self, msg: String) -> None:
+        self.instruction = msg.data
+        self.log.info(f"instruction for the next episode: {msg.data!r}")
+
+    def _on_start(self, request, response: Trigger.Response) -> Trigger.Response:
+        if self.backend.estopped:
+            response.success, response.message = False, "emergency stop engaged: reset it first"
+        elif self._running or self._start.is_set():
+            response.success, response.message = False, f"episode {self.episode} is running"
+        else:
+            self._stop.clear()
+            self._start.set()
+            response.success, response.message = True, f"starting episode {self.episode + 1}"
+        return response
+
+    def _on_stop(self, request, response: Trigger.Response) -> Trigger.Response:
+        self._stop.set()
+        response.success, response.message = True, "stopping" if self._running else "no episode running"
+        return response
+
+    def _on_estop_service(self, request, response: Trigger.Response) -> Trigger.Response:
+        self._engage_estop("service")
+        self._estop_pub.publish(Bool(data=True))
+        response.success, response.message = True, "emergency stop engaged"
+        return response
+
+    def _on_estop_topic(self, msg: Bool) -> None:
+        if msg.data and not self.backend.estopped:  # released only through ~/reset_emergency_stop
+            self._engage_estop("topic")
+
+    def _on_estop_reset(self, request, response: Trigger.Response) -> Trigger.Response:
+        self.backend.clear_emergency_stop()
+        self._estop_pub.publish(Bool(data=False))
+        self._event("emergency_stop_reset")
+        self._set_mode("EXECUTE" if self._running else "IDLE")
+        response.success, response.message = True, "emergency stop reset"
+        return response
+
+    def _engage_estop(self, source: str) -> None:
+        self.backend.engage_emergency_stop()  # from here on no command leaves the backend
+        self._set_mode("ESTOP")
+        self._event("emergency_stop", source=source)
+        self.log.warning(f"emergency stop engaged ({source}): no command until reset")
+
+    # --- the control loop (main thread) ----------------------------------------------------------------
+    def run(self) -> None:
+        while rclpy.ok():
+            if self._start.wait(timeout=0.2):
+                self._running = True
+                self._start.clear()
+                try:
+                    self._run_episode()
+                finally:
+                    self._running = False
+                    self._set_mode("ESTOP" if self.backend.estopped else "IDLE")
+
+    def _run_episode(self) -> None:
+        self.episode += 1
+        self.backend.start_episode()
+        try:
+            self._reset_scene()
+            self.agent.reset(self.instruction)
+        except Exception as exc:  # a scene that cannot reset, a policy that does not know the task
+            self.log.error(f"episode {self.episode} not started: {exc}")
+            self._event("episode_end", success=False, steps=0, reason=f"not started: {exc}")
+            return
+        self._event("episode_start", instruction=self.instruction)
+        self._set_mode("EXECUTE")
+        steps, success, reason = 0, False, "max_steps"
+        modes: Counter[str] = Counter()
+        while steps + self.agent.recovery_steps < self.config.max_steps and rclpy.ok():
+            if self._stop.is_set() or self.backend.estopped:
+                reason = "stopped" if self._stop.is_set() else "emergency_stop"
+                break
+            try:
+                action = self.agent.act(self.backend.observe())
+                result = self.backend.step(action)
+            except (StaleStateError, PolicyError) as exc:
+                self._hold(f"{'stale input' if isinstance(exc, StaleStateError) else 'policy failed'}: {exc}")
+                continue
+            except EmergencyStopError:
+                reason = "emergency_stop"
+                break
+            except Exception as exc:
+                self.log.error(f"episode {self.episode} aborted: {exc!r}")
+                reason = f"error: {exc!r}"
+                break
+            steps += 1
+            modes = self._report_decisions(modes, steps)
+            self._set_mode("EXECUTE")
+            self._status(steps)
+            if result.success:
+                success, reason = True, "success"
+                break
+        self._event("episode_end", success=success, steps=steps, reason=reason, summary=self.agent.summary())
+        self.log.info(f"episode {self.episode}: {reason} after {steps} steps, {self.agent.rollbacks} rollbacks")
+
+    def _reset_scene(self) -> None:
+        if self._scene_reset is None:
+            return
+        if not self._scene_reset.wait_for_service(timeout_sec=SCENE_RESET_TIMEOUT_S):
+            raise RuntimeError(f"scene reset service {self.config.scene_reset_service} is not available")
+        future = self._scene_reset.call_async(Trigger.Request())
+        deadline = time.monotonic() + SCENE_RESET_TIMEOUT_S
+        while not future.done() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not future.done() or not future.result().success:
+            raise RuntimeError(f"scene reset {self.config.scene_reset_service} failed")
+
+    def _hold(self, reason: str) -> None:
+        """Nothing is commanded this period; the reason is reported on entering the hold."""
+        if self.mode != "HOLD":
+            self.log.warning(f"holding: {reason}")
+            self._event("hold", reason=reason)
+        self._set_mode("HOLD")
+        self.backend.wait_period()
+
+    def _report_decisions(self, before: Counter, step: int) -> Counter:
+        now = Counter(self.agent.summary()["modes"])
+        for mode in (now - before):
+            if mode != "EXECUTE":
+                self._event("decision", mode=mode, step=step, rollbacks=self.agent.rollbacks)
+        return now
+
+    def _on_move(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._set_mode("ROLLBACK")
+        self._event(f"rollback_{phase}", **info)
+
+    # --- outputs ---------------------------------------------------------------------------------------
+    def _set_mode(self, mode: str) -> None:
+        if mode != self.mode:
+            self.mode = mode
+            self._mode_pub.publish(String(data=mode))
+
+    def _event(self, event: str, **fields) -> None:
+        self._events_pub.publish(String(data=json.dumps({"event": event, "episode": self.episode, **fields},
+                                                        default=float)))
+
+    def _status(self, step: int) -> None:
+        self._status_pub.publish(String(data=json.dumps({
+            "episode": self.episode, "step": step, "mode": self.mode, "rollbacks": self.agent.rollbacks,
+            "recovery_steps": self.agent.recovery_steps, "instruction": self.instruction})))
+
+
+def main(args: list[str] | None = None) -> int:
+    return node_main("recovery_supervisor", SupervisorNodeConfig,
+                     lambda node, config: SupervisorNode(node, config).run, args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
