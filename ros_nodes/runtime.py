@@ -27,6 +27,8 @@ def node_main(name: str, config_cls: type[C], start: Callable[[Node, C], Callabl
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: rclpy.try_shutdown())
     node = Node(name, automatically_declare_parameters_from_overrides=True)
+    executor = SingleThreadedExecutor()
+    spinner = threading.Thread(target=_spin, args=(executor,), daemon=True)
     try:
         try:
             config = from_params(config_cls, {k: p.value for k, p in node.get_parameters_by_prefix("").items()})
@@ -34,17 +36,19 @@ def node_main(name: str, config_cls: type[C], start: Callable[[Node, C], Callabl
         except (ValueError, FileNotFoundError) as exc:  # bad parameters, unknown policy or task, no references
             node.get_logger().fatal(f"cannot start: {exc}")
             return 2
-        executor = SingleThreadedExecutor()
         executor.add_node(node)
-        threading.Thread(target=_spin, args=(executor,), daemon=True).start()
+        spinner.start()
         loop()
     except Exception:
         if rclpy.ok():
             raise
         # shutting down: a publish or a wait was cut short by it
     finally:
-        node.destroy_node()
         rclpy.try_shutdown()
+        if spinner.is_alive():
+            spinner.join()  # destroying the node under a spinning executor aborts the process
+        executor.shutdown()
+        node.destroy_node()
     return 0
 
 

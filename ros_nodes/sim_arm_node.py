@@ -112,13 +112,17 @@ class SimArmNode:
     # --- the tick loop (its own thread) --------------------------------------------------------------
     def run(self) -> None:
         period = 1.0 / self.config.rate_hz
-        while rclpy.ok():
+        try:
+            while rclpy.ok():
+                with self._lock:
+                    tick = self.arm.tick(self.node.get_clock().now().nanoseconds * 1e-9)
+                    wait = period if self.arm.executing else IDLE_PERIODS * period
+                self._publish(tick)
+                self._wake.wait(timeout=wait)
+                self._wake.clear()
+        finally:
             with self._lock:
-                tick = self.arm.tick(self.node.get_clock().now().nanoseconds * 1e-9)
-                wait = period if self.arm.executing else IDLE_PERIODS * period
-            self._publish(tick)
-            self._wake.wait(timeout=wait)
-            self._wake.clear()
+                self.arm.close()
 
     def _publish(self, tick: Tick) -> None:
         stamp = self.node.get_clock().now().to_msg()

@@ -143,9 +143,9 @@ def bag_topics(bags: Path) -> dict[str, list]:
 
 
 # --- supervisor node + simulated arm --------------------------------------------------------------------
-def _arm_and_supervisor(max_steps: int, disturbance: str = "none"):
+def _arm_and_supervisor(max_steps: int, selector: str, disturbance: str = "none"):
     def edit(params: dict) -> None:
-        params["recovery_supervisor"]["ros__parameters"]["max_steps"] = max_steps
+        params["recovery_supervisor"]["ros__parameters"].update(max_steps=max_steps, selector=selector)
         arm = params["libero_arm"]["ros__parameters"]
         arm["disturbance"] = {"name": disturbance, "onset_min": 10, "onset_max": 10}
     return edit
@@ -157,7 +157,9 @@ def test_supervisor_and_simulated_arm_complete_an_episode(domain, tmp_path):
                         ("/libero_arm/trajectory_status", String)):
         probe.listen(topic, kind)
     try:
-        with stack(tmp_path, _arm_and_supervisor(max_steps=220)):
+        # selector none: the full supervisor (metrics, critics, memory) that never intervenes, so that the
+        # outcome is the policy's over ROS, not the rule's (tested below)
+        with stack(tmp_path, _arm_and_supervisor(max_steps=220, selector="none")):
             reply = probe.call("/recovery_supervisor/start_episode")
             assert reply.success, reply.message
             wait_until(lambda: probe.events("episode_end"), 90, "the end of the episode")
@@ -194,7 +196,7 @@ def test_disturbance_triggers_a_rollback_trajectory_the_arm_executes(domain, tmp
     probe.listen("/libero_arm/trajectory_status", String)
     probe.listen("/joint_states", JointState, qos=10)
     try:
-        with stack(tmp_path, _arm_and_supervisor(max_steps=45, disturbance="action_noise")):
+        with stack(tmp_path, _arm_and_supervisor(max_steps=45, selector="rule", disturbance="action_noise")):
             assert probe.call("/recovery_supervisor/start_episode").success
             wait_until(lambda: probe.events("episode_end"), 90, "the end of the episode")
         decisions = probe.events("decision")
@@ -223,15 +225,16 @@ def test_disturbance_triggers_a_rollback_trajectory_the_arm_executes(domain, tmp
 
 # --- safety: the supervisor node alone, a test publisher playing the arm driver --------------------------
 class FakeArmDriver:
-    """Publishes what an arm driver would (joint states, eef pose, wrench) at 50 Hz; its joint names
-    and the age of its stamps can be made wrong on purpose."""
+    """Publishes what an arm driver (and a perception node) would: joint states, eef pose, wrench,
+    object poses, at 50 Hz; its joint names and the age of its stamps can be made wrong on purpose."""
 
-    def __init__(self, probe: Probe):
+    def __init__(self, probe: Probe, objects: list[str]):
         self.probe, self.names, self.lag_s = probe, JOINTS + FINGERS, 0.0
         node = probe.node
         self._joints = node.create_publisher(JointState, "/joint_states", 10)
         self._pose = node.create_publisher(PoseStamped, "/eef_pose", 10)
         self._wrench = node.create_publisher(WrenchStamped, "/external_wrench", 10)
+        self._objects = [node.create_publisher(PoseStamped, f"/objects/{name}/pose", 10) for name in objects]
         self._running = True
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -247,7 +250,8 @@ class FakeArmDriver:
             wrench = WrenchStamped()
             wrench.header.stamp = stamp
             try:
-                for pub, msg in ((self._joints, joints), (self._pose, pose), (self._wrench, wrench)):
+                for pub, msg in ((self._joints, joints), (self._pose, pose), (self._wrench, wrench),
+                                 *((p, pose) for p in self._objects)):
                     pub.publish(msg)
             except Exception:  # the probe is closing
                 return
@@ -299,19 +303,21 @@ def supervisor_alone(domain, tmp_path, port: int):
         sup = params["recovery_supervisor"]["ros__parameters"]
         sup.update(policy="openpi", selector="none", max_steps=100_000, scene_reset_service="",
                    policy_options={"host": "127.0.0.1", "port": port, "timeout_s": 1.0, "attempts": 1})
-        del sup["robot"]["object_names"]
+        objects.extend(sup["robot"]["object_names"])  # the value critic (where shipped) reads them
+
+    objects: list[str] = []
 
     probe = Probe(domain)
     probe.listen("/recovery_supervisor/events", String)
     probe.listen("/recovery_supervisor/mode", String, LATCHED)
     for topic, kind in COMMAND_TOPICS:
         probe.listen(topic, kind)
-    driver = FakeArmDriver(probe)
     try:
         with stack(tmp_path, edit) as log:
+            driver = FakeArmDriver(probe, objects)
             yield probe, driver, log
+            driver.stop()
     finally:
-        driver.stop()
         probe.close()
 
 
