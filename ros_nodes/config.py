@@ -108,7 +108,7 @@ class SupervisorNodeConfig:
     policy: str = "embedded"  # a registered policy (embedded, openpi, ...) or module:Class
     policy_options: dict[str, str] = field(default_factory=dict)  # e.g. openpi: host, port, timeout_s
     replan_every: int = 5
-    selector: str = "rule"  # rule | none
+    selector: str = "rule"  # rule | none | ppo
     max_rollbacks: int = 3
     max_steps: int = 280  # control steps per episode, rollback motion included
     scene_reset_service: str = ""  # std_srvs/Trigger called before each episode ("" = none: a person resets)

@@ -25,11 +25,10 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from ros_nodes.config import SimArmConfig
-from ros_nodes.runtime import node_main
 from ros_nodes.messages import LATCHED, fill_pose, to_sec, trajectory_path
+from ros_nodes.runtime import node_main
 from ros_nodes.sim_arm import SimArm, Tick
 from ros_nodes.trajectory import check_trajectory
-
 
 IDLE_PERIODS = 1.5  # an idle tick waits this long for a command (a late one must not meet a hold step)
 

@@ -7,7 +7,6 @@ stops them all; so does any one of them exiting, as a required node would under 
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys

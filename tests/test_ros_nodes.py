@@ -364,7 +364,8 @@ def test_policy_server_down_holds_and_reports(domain, tmp_path, policy_server):
         wait_until(lambda: probe.events("hold"), 30, "a hold report")
         time.sleep(1.5)
         assert commands_since(probe, 0.0) == 0 and mode(probe) == "HOLD"
-        assert "policy failed" in probe.events("hold")[0]["reason"] and "unreachable" in probe.events("hold")[0]["reason"]
+        reason = probe.events("hold")[0]["reason"]
+        assert "policy failed" in reason and "unreachable" in reason
 
         policy_server.start()  # the server comes (back): the episode goes on
         wait_until(lambda: probe.count("/servo/delta_twist_cmds") >= 5, 30, "commands once the server is up")
