@@ -53,7 +53,9 @@ class RuleConfig:
     quality_drop: float = 0.12  # ... or when quality fell this much below its recent peak
     drop_window: int = 15  # steps over which the peak is taken (the RETRY horizon: its target is pre-drop);
     # judged only on a full window, so the metric's settling after a (re)start is no drop
-    value_drop_rules: tuple[str, ...] = ("decline", "abrupt_drop")  # risk-rule flags that trigger
+    # risk-rule flags that trigger; off by default: on libero_object's held-out rollouts the rules fire on
+    # every successful episode too (critics/checkpoints/libero_object.report.json, AUROC 0.5)
+    value_drop_rules: tuple[str, ...] = ()
     risk_max: float = float("inf")  # learned TVR risk above this triggers (off by default)
     cooldown: int = 10  # steps after a rollback before the next one may trigger
     escalate_within: int = 40  # a second trigger this soon after a rollback becomes a REPAIR

@@ -96,7 +96,9 @@ class DisturbedBackend(RobotBackend):
         return self.inner.eef_pose()
 
     def move_to(self, *args, **kwargs):
-        return self.inner.move_to(*args, **kwargs)
+        result = self.inner.move_to(*args, **kwargs)
+        self._obs = self.inner.observe()  # where the move left the robot, not where it started
+        return result
 
     def contacts(self):
         return self.inner.contacts()

@@ -32,6 +32,9 @@ logging.getLogger("robosuite_logs").setLevel(logging.ERROR)
 GRIP_SITE = "gripper0_grip_site"
 ROBOT_GEOM_PREFIXES = ("robot0_", "gripper0_")
 CAMERA_KEYS = {"agentview": "agentview_image", "robot0_eye_in_hand": "wrist_image"}
+FINGERS_SETTLED = 5e-4  # m per control step: finger joints moving less than this ...
+FINGERS_STILL_STEPS = 3  # ... for this many steps have stopped (the gripper command is rate-limited:
+# a reversal from closing to opening pauses the fingers for a step)
 HORIZON = 100_000  # our own step budgets end episodes; robosuite's horizon must never do it
 
 
@@ -79,7 +82,11 @@ class LiberoBackend(RobotBackend):
                 hard_reset=False,  # 0.04 s instead of ~2 s, bit-identical once the gripper is zeroed
             )
         self._obs: Observation = {}
-        self._robot_geoms = self._robot_geom_mask()  # soft resets keep the model: computed once
+        model = self.raw.sim.model._model  # soft resets keep the model: names and ids are looked up once
+        self._geom_names = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, i) or f"geom{i}"
+                            for i in range(model.ngeom)]
+        self._robot_geoms = np.array([n.startswith(ROBOT_GEOM_PREFIXES) for n in self._geom_names])
+        self._grip_site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, GRIP_SITE)
 
     # --- lifecycle -------------------------------------------------------------------------
     @property
@@ -134,20 +141,27 @@ class LiberoBackend(RobotBackend):
         return bool(self._env.check_success())
 
     def eef_pose(self) -> EefPose:
-        data = self.raw.sim.data
-        sid = self.raw.sim.model.site_name2id(GRIP_SITE)
-        return EefPose(data.site_xpos[sid].copy(), data.site_xmat[sid].reshape(3, 3).copy())
+        data = self.raw.sim.data._data
+        return EefPose(data.site_xpos[self._grip_site].copy(), data.site_xmat[self._grip_site].reshape(3, 3).copy())
 
     def move_to(self, target: EefPose, gripper: float = GRIPPER_OPEN, max_steps: int = 60,
                 pos_tol: float = 0.002, rot_tol: float = 0.02) -> MoveResult:
-        steps = 0
+        """Servo the grip point to ``target`` while the gripper goes to ``gripper``. Done when the pose is
+        within tolerance and the fingers have stopped moving: a policy handed back half-closed fingers
+        reads them as a grasp."""
+        steps, still = 0, 0
+        fingers = self._obs["state"][6:8]
         pos_err, rot_err = self.eef_pose().distance(target)
-        while (pos_err > pos_tol or rot_err > rot_tol) and steps < max_steps:
+        while not (pos_err <= pos_tol and rot_err <= rot_tol and still >= FINGERS_STILL_STEPS) and steps < max_steps:
             pose = self.eef_pose()
             self.step(servo_action(pose.pos, pose.rot, target.pos, target.rot, gripper, self.config.servo))
             steps += 1
+            moved = float(np.max(np.abs(self._obs["state"][6:8] - fingers)))
+            still = still + 1 if moved < FINGERS_SETTLED else 0
+            fingers = self._obs["state"][6:8]
             pos_err, rot_err = self.eef_pose().distance(target)
-        return MoveResult(pos_err <= pos_tol and rot_err <= rot_tol, steps, pos_err, rot_err)
+        reached = pos_err <= pos_tol and rot_err <= rot_tol and still >= FINGERS_STILL_STEPS
+        return MoveResult(reached, steps, pos_err, rot_err)
 
     def contacts(self) -> ContactInfo:
         model, data = self.raw.sim.model._model, self.raw.sim.data._data
@@ -157,8 +171,7 @@ class LiberoBackend(RobotBackend):
         for i in np.flatnonzero(on_robot[:, 0] != on_robot[:, 1]):  # robot vs. the rest of the world
             mujoco.mj_contactForce(model, data, int(i), f6)
             force += abs(f6[0])
-            other = int(geoms[i, 1] if on_robot[i, 0] else geoms[i, 0])
-            touching.add(mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, other) or f"geom{other}")
+            touching.add(self._geom_names[geoms[i, 1] if on_robot[i, 0] else geoms[i, 0]])
         return ContactInfo(force, frozenset(touching))
 
     def snapshot(self) -> SimSnapshot:
@@ -186,11 +199,6 @@ class LiberoBackend(RobotBackend):
         return self._obs
 
     # --- helpers -------------------------------------------------------------------------------
-    def _robot_geom_mask(self) -> np.ndarray:
-        model = self.raw.sim.model._model
-        names = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, i) or "" for i in range(model.ngeom)]
-        return np.array([n.startswith(ROBOT_GEOM_PREFIXES) for n in names])
-
     def _convert(self, raw: dict[str, np.ndarray]) -> Observation:
         from robosuite.utils.transform_utils import quat2axisangle
 

@@ -116,6 +116,18 @@ def test_physical_rollback_reaches_stored_pose(object_backend):
     assert object_backend.eef_pose().distance(target)[0] <= 0.002
 
 
+def test_physical_rollback_hands_back_open_fingers(object_backend):
+    """Half-closed fingers read as a grasp to the policy: the move ends only once they are open."""
+    object_backend.reset(0, seed=7)
+    target = object_backend.eef_pose()
+    for _ in range(4):  # a short squeeze, fingers still closing
+        object_backend.step(np.array([0, 0, 0, 0, 0, 0, 1.0]))
+    assert object_backend.observe()["state"][6] < 0.037
+    result = object_backend.move_to(target, max_steps=40, pos_tol=0.005, rot_tol=0.05)
+    assert result.reached and result.steps > 1
+    assert object_backend.observe()["state"][6] > 0.038  # fully open (0.04)
+
+
 def test_move_to_gives_up_within_budget(object_backend):
     object_backend.reset(0, seed=7)
     pose = object_backend.eef_pose()

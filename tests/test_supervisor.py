@@ -89,6 +89,17 @@ def test_rule_selector_intervenes_on_a_stalled_arm_within_budget(object_backend)
     assert outcome.steps + outcome.extras["recovery_steps"] >= 150 - 1
 
 
+def test_disturbed_backend_observes_where_a_rollback_left_the_arm(object_backend):
+    disturbed = DisturbedBackend(object_backend, DisturbanceConfig(name="action_noise"), 0)
+    disturbed.reset(0, 7)
+    start = disturbed.eef_pose()
+    for _ in range(10):
+        disturbed.step(np.array([0.5, 0, 0, 0, 0, 0, -1.0]))
+    assert disturbed.move_to(start, max_steps=60, pos_tol=0.005, rot_tol=0.05).reached
+    np.testing.assert_allclose(disturbed.observe()["eef_pos"], object_backend.observe()["eef_pos"])
+    assert np.linalg.norm(disturbed.observe()["eef_pos"] - start.pos) < 0.02  # the observation is fresh
+
+
 @pytest.mark.parametrize("name", ["action_noise", "object_push", "gripper_open", "obs_noise"])
 def test_disturbances_are_reproducible_recorded_and_felt(object_backend, name):
     disturbed = DisturbedBackend(object_backend, DisturbanceConfig(name=name, onset_min=20, onset_max=30), 0)
