@@ -11,8 +11,10 @@
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass
+from statistics import fmean
 
 import numpy as np
 
@@ -36,34 +38,37 @@ class QualityConfig:
     mix: float = 0.5  # lambda
 
 
-def _sigmoid(x: float) -> float:
-    return 1.0 / (1.0 + np.exp(-x))
-
-
 class LocalQuality:
-    """Does the arm move where the actions push it, and smoothly?"""
+    """Does the arm move where the actions push it, and smoothly?
+
+    Per step it keeps the new speed |p_t - p_(t-1)| and action norm as floats, so the window's
+    statistics cost a few float operations instead of numpy calls on ten-element arrays."""
 
     def __init__(self, config: QualityConfig = QualityConfig()):
         self.config = config
         self.reset()
 
     def reset(self) -> None:
-        self._positions: deque[np.ndarray] = deque(maxlen=self.config.window)
+        self._positions: deque[list[float]] = deque(maxlen=self.config.window)
+        self._speeds: deque[float] = deque(maxlen=self.config.window - 1)  # between consecutive ones
         self._action_norms: deque[float] = deque(maxlen=self.config.window)
         self.value = 1.0
 
     def update(self, position: np.ndarray, action: np.ndarray) -> float:
         cfg = self.config
-        self._positions.append(np.asarray(position, dtype=np.float64))
-        self._action_norms.append(float(np.linalg.norm(np.asarray(action)[:3])))
+        position = np.asarray(position, dtype=np.float64).tolist()
+        if self._positions:
+            self._speeds.append(math.dist(position, self._positions[-1]))
+        self._positions.append(position)
+        self._action_norms.append(math.hypot(*np.asarray(action, dtype=np.float64)[:3].tolist()))
         if len(self._positions) < 3:
             return self.value
-        pos = np.array(self._positions)
-        effectiveness = np.linalg.norm(pos[-1] - pos[0]) / (np.mean(self._action_norms) + cfg.eps)
+        effectiveness = math.dist(position, self._positions[0]) / (fmean(self._action_norms) + cfg.eps)
         effectiveness = effectiveness / (effectiveness + cfg.c)
-        speeds = np.linalg.norm(np.diff(pos, axis=0), axis=1)
-        smoothness = 1.0 / (1.0 + np.var(speeds) / (np.mean(speeds) ** 2 + cfg.eps))
-        score = _sigmoid(cfg.k * (cfg.w1 * effectiveness + cfg.w2 * smoothness - cfg.b))
+        mean_speed = fmean(self._speeds)
+        variance = fmean([(v - mean_speed) ** 2 for v in self._speeds])
+        smoothness = 1.0 / (1.0 + variance / (mean_speed ** 2 + cfg.eps))
+        score = 1.0 / (1.0 + math.exp(-cfg.k * (cfg.w1 * effectiveness + cfg.w2 * smoothness - cfg.b)))
         self.value = cfg.beta * self.value + (1 - cfg.beta) * score
         return self.value
 
@@ -111,9 +116,11 @@ class GlobalQuality:
     def update(self, step: int, feature: np.ndarray) -> float:
         cfg = self.config
         points, starts = self._bins[min(int(step * cfg.bins / self._length), cfg.bins - 1)]
-        nearest_per_ref = np.minimum.reduceat(np.linalg.norm(points - feature, axis=1), starts)
-        self.distance = float(np.mean(np.sort(nearest_per_ref)[: cfg.k_nearest]))
-        self.value = cfg.beta * self.value + (1 - cfg.beta) * float(np.exp(-cfg.alpha * self.distance))
+        offsets = points - feature
+        nearest_sq = np.minimum.reduceat(np.einsum("ij,ij->i", offsets, offsets), starts)  # per reference
+        k = min(cfg.k_nearest, len(nearest_sq))
+        self.distance = sum(math.sqrt(d) for d in np.partition(nearest_sq, k - 1)[:k].tolist()) / k
+        self.value = cfg.beta * self.value + (1 - cfg.beta) * math.exp(-cfg.alpha * self.distance)
         return self.value
 
 

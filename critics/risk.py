@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from statistics import fmean
 
 import numpy as np
 import torch
 from torch import nn
+
+from critics.mlp import NumpyMLP
 
 
 @dataclass(frozen=True)
@@ -34,25 +37,26 @@ class RiskConfig:
 
 
 def rule_flags(values: np.ndarray, config: RiskConfig = RiskConfig()) -> dict[str, bool]:
-    """The three intervention rules on the most recent ``window`` (+ recovery look-back) values."""
-    v = np.asarray(values, dtype=np.float64)[-config.window:]
+    """The three intervention rules on the most recent ``window`` (+ recovery look-back) values.
+    In plain floats: on eight numbers, numpy's per-call cost would be most of the work."""
+    v = np.asarray(values, dtype=np.float64)[-config.window:].tolist()
     flags = {"decline": False, "plateau": False, "abrupt_drop": False}
     if len(v) < config.window:
         return flags
-    span = v.max() - v.min()
-    norm = (v - v.min()) / span if span > 1e-9 else np.zeros_like(v)
-    deltas = np.diff(norm)
-    x = np.arange(len(norm)) - (len(norm) - 1) / 2
-    slope = float(x @ (norm - norm.mean()) / (x @ x))  # least-squares slope
-    flags["decline"] = bool(slope <= config.decline_slope and norm[0] - norm[-1] >= config.decline_drop
-                            and np.mean(deltas < 0) >= config.decline_share)
-    raw_deltas = np.diff(v)
-    flags["plateau"] = bool(np.mean(np.abs(raw_deltas) <= config.plateau_delta) >= config.plateau_share
-                            and span <= config.plateau_amplitude)
-    tail = config.abrupt_recover_steps
-    for i in range(len(raw_deltas) - tail, len(raw_deltas)):  # a drop recent enough to judge
-        if i >= 0 and -raw_deltas[i] >= config.abrupt_drop:
-            before, after = v[i], v[i + 1:].max()
+    low = min(v)
+    span = max(v) - low
+    norm = [(x - low) / span for x in v] if span > 1e-9 else [0.0] * len(v)
+    mean, center = fmean(norm), (len(v) - 1) / 2
+    slope = sum((i - center) * (y - mean) for i, y in enumerate(norm)) / sum((i - center) ** 2 for i in range(len(v)))
+    falling = sum(b - a < 0 for a, b in zip(norm, norm[1:])) / (len(v) - 1)
+    flags["decline"] = (slope <= config.decline_slope and norm[0] - norm[-1] >= config.decline_drop
+                        and falling >= config.decline_share)
+    raw_deltas = [b - a for a, b in zip(v, v[1:])]
+    calm = sum(abs(d) <= config.plateau_delta for d in raw_deltas) / len(raw_deltas)
+    flags["plateau"] = calm >= config.plateau_share and span <= config.plateau_amplitude
+    for i in range(max(0, len(raw_deltas) - config.abrupt_recover_steps), len(raw_deltas)):  # recent enough to judge
+        if -raw_deltas[i] >= config.abrupt_drop:
+            before, after = v[i], max(v[i + 1:])
             if after < v[i + 1] + 0.5 * (before - v[i + 1]):  # not half-recovered
                 flags["abrupt_drop"] = True
     return flags
@@ -108,21 +112,24 @@ def fit_risk_head(value_traces: list[np.ndarray], config: RiskConfig = RiskConfi
 
 
 class RiskMonitor:
-    """Online: value history -> (learned risk, rule flags)."""
+    """Online: value history -> (learned risk, rule flags). The head runs in numpy (critics.mlp)."""
 
     def __init__(self, head: RiskHead | None, config: RiskConfig = RiskConfig()):
-        self.head, self.config = head, config
+        self.config = config
+        self._head = NumpyMLP(head.body) if head is not None else None
         self.reset()
 
     def reset(self) -> None:
         self._values: deque[float] = deque(maxlen=max(self.config.window, self.config.k + 1) + 4)
-        self.risk, self.flags = 0.0, rule_flags(np.array([]), self.config)
+        self.risk = 0.0
 
-    @torch.no_grad()
+    @property
+    def flags(self) -> dict[str, bool]:
+        """The rules on the latest values, judged when asked: only decisions (every k steps) read them."""
+        return rule_flags(np.array(self._values), self.config)
+
     def update(self, value: float) -> float:
         self._values.append(value)
-        history = np.array(self._values)
-        self.flags = rule_flags(history, self.config)
-        if self.head is not None:
-            self.risk = float(self.head(torch.from_numpy(history_features(history, self.config.k))[None])[0])
+        if self._head is not None:
+            self.risk = float(self._head(history_features(self._values, self.config.k))[0])
         return self.risk

@@ -7,13 +7,16 @@ rollouts: V_t = gamma^(T - t) for a success at step T, 0 throughout a failure.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import torch
+from scipy.special import expit
 from torch import nn
 
+from critics.mlp import NumpyMLP
 from critics.risk import RiskHead
 from recovery.backend import Observation
 from recovery.features import FeatureLayout
@@ -51,15 +54,20 @@ class ValueCritic:
     risk_head: RiskHead | None
     training: dict
 
-    @torch.no_grad()
     def values(self, features: np.ndarray) -> np.ndarray:
-        return self.net(torch.from_numpy(np.asarray(features, dtype=np.float32))).numpy()
+        """V for feature rows (..., D), computed in numpy: the same function as ``net`` (critics.mlp)."""
+        mean, std, body = self._numpy_net
+        return expit(body((np.asarray(features, dtype=np.float32) - mean) / std)[..., 0])
+
+    @cached_property
+    def _numpy_net(self) -> tuple[np.ndarray, np.ndarray, NumpyMLP]:
+        return self.net.feat_mean.numpy().copy(), self.net.feat_std.numpy().copy(), NumpyMLP(self.net.body)
 
     def value_fn(self, instruction: str) -> Callable[[Observation], float]:
         task_id = self.layout.task_id(instruction)
         if task_id is None:
             raise PolicyConfigError(f"the value critic was not trained on {instruction!r}")
-        return lambda obs: float(self.values(self.layout.featurize_obs(obs, task_id)[None])[0])
+        return lambda obs: float(self.values(self.layout.featurize_obs(obs, task_id)))
 
     def save(self, path: Path) -> None:
         path = Path(path)

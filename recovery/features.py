@@ -28,16 +28,23 @@ def axis_angle_to_matrix(aa: np.ndarray) -> np.ndarray:
 
 
 def quat_xyzw_to_matrix(q: np.ndarray) -> np.ndarray:
-    x, y, z, w = np.asarray(q, dtype=np.float64) / max(np.linalg.norm(q), 1e-12)
-    return np.array([
+    return np.array(_quat_rows(q))
+
+
+def _quat_rows(q: np.ndarray) -> list[list[float]]:
+    """The rotation matrix of ``q`` as rows of floats: per object, cheaper than numpy on nine numbers."""
+    norm = float(max(np.linalg.norm(q), 1e-12))
+    x, y, z, w = (c / norm for c in np.asarray(q).tolist())
+    return [
         [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
         [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
         [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-    ])
+    ]
 
 
-def _rot6d(matrix: np.ndarray) -> np.ndarray:
-    return matrix[:, :2].T.ravel()
+def _rot6d(rows: list[list[float]]) -> list[float]:
+    """The first two columns of a rotation matrix given as rows."""
+    return [row[col] for col in (0, 1) for row in rows]
 
 
 @dataclass(frozen=True)
@@ -55,19 +62,20 @@ class FeatureLayout:
         return self.instructions.index(instruction) if instruction in self.instructions else None
 
     def featurize(self, state: np.ndarray, object_poses: dict[str, np.ndarray], task_id: int) -> np.ndarray:
-        """``state``: the standard 8-D state; ``object_poses``: name -> (7,) pos + xyzw quaternion."""
+        """``state``: the standard 8-D state; ``object_poses``: name -> (7,) pos + xyzw quaternion.
+        Gathered as one list of floats (a numpy call per piece costs more than its arithmetic)."""
         eef = state[:3]
-        parts = [eef, _rot6d(axis_angle_to_matrix(state[3:6])), state[6:8]]
+        values = [*eef.tolist(), *_rot6d(axis_angle_to_matrix(state[3:6]).tolist()), *state[6:8].tolist()]
         for name in self.object_names:
             pose = object_poses.get(name)
             if pose is None:
-                parts.append(np.zeros(SLOT_SIZE))
+                values += [0.0] * SLOT_SIZE
             else:
-                parts.append(np.concatenate([pose[:3], pose[:3] - eef, _rot6d(quat_xyzw_to_matrix(pose[3:7])), [1.0]]))
-        one_hot = np.zeros(len(self.instructions))
+                position = pose[:3]
+                values += [*position.tolist(), *(position - eef).tolist(), *_rot6d(_quat_rows(pose[3:7])), 1.0]
+        one_hot = [0.0] * len(self.instructions)
         one_hot[task_id] = 1.0
-        parts.append(one_hot)
-        return np.concatenate(parts).astype(np.float32)
+        return np.array(values + one_hot, dtype=np.float32)
 
     def featurize_obs(self, obs: Observation, task_id: int) -> np.ndarray:
         if "object_poses" not in obs:

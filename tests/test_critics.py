@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from critics.quality import GlobalQuality, LocalQuality, QualityConfig, QualityMonitor, ReferenceSet
 from critics.references import MissingReferencesError, load_references, save_references
-from critics.risk import RiskMonitor, fit_risk_head, history_features, rule_flags, tvr_targets
+from critics.risk import RiskHead, RiskMonitor, fit_risk_head, history_features, rule_flags, tvr_targets
 from critics.training import auroc
-from critics.value import discounted_outcome
+from critics.value import ValueCritic, ValueNet, discounted_outcome
+from recovery.features import FeatureLayout
 
 CFG = QualityConfig()
 
@@ -42,6 +44,23 @@ def test_local_quality_drops_for_jerky_motion():
     smooth = [np.array([0.01 * t, 0, 0]) for t in range(30)]
     assert _run_local(jerky, actions) < _run_local(smooth, actions) - 0.2
 
+
+
+def test_local_quality_matches_its_formula_over_the_window():
+    rng = np.random.default_rng(3)
+    positions, actions = np.cumsum(rng.normal(0, 0.01, (40, 3)), axis=0), rng.normal(0, 0.5, (40, 7))
+    local, expected = LocalQuality(CFG), 1.0
+    for t in range(40):
+        got = local.update(positions[t], actions[t])
+        window = slice(max(0, t - CFG.window + 1), t + 1)
+        pos, norms = positions[window], np.linalg.norm(actions[window, :3], axis=1)
+        if len(pos) >= 3:
+            e = np.linalg.norm(pos[-1] - pos[0]) / (norms.mean() + CFG.eps)
+            speeds = np.linalg.norm(np.diff(pos, axis=0), axis=1)
+            s = 1 / (1 + speeds.var() / (speeds.mean() ** 2 + CFG.eps))
+            x = CFG.k * (CFG.w1 * e / (e + CFG.c) + CFG.w2 * s - CFG.b)
+            expected = CFG.beta * expected + (1 - CFG.beta) / (1 + np.exp(-x))
+        assert got == pytest.approx(expected, abs=1e-12)
 
 def _references(n=6, length=50):
     rng = np.random.default_rng(1)
@@ -119,3 +138,21 @@ def test_discounted_outcome_and_auroc():
     np.testing.assert_allclose(discounted_outcome(3, True, 0.5), [0.25, 0.5, 1.0])
     assert auroc(np.array([0.9, 0.8, 0.1, 0.2]), np.array([1, 1, 0, 0])) == 1.0
     assert auroc(np.array([0.5, 0.5]), np.array([1, 0])) == 0.5
+
+
+def test_numpy_inference_matches_the_torch_nets():
+    torch.manual_seed(0)
+    layout = FeatureLayout(("a", "b"), ("task one", "task two"))
+    net = ValueNet(layout.size, hidden=32)
+    net.feat_mean.normal_()
+    critic = ValueCritic(layout, net.eval(), RiskHead(8).eval(), {})
+    x = np.random.default_rng(0).normal(0, 3, (64, layout.size)).astype(np.float32)
+    with torch.no_grad():
+        expected = net(torch.from_numpy(x)).numpy()
+        risk = critic.risk_head(torch.from_numpy(history_features(np.linspace(0.9, 0.4, 12), 8))[None])
+    np.testing.assert_allclose(critic.values(x), expected, atol=1e-6)
+    assert critic.values(x[0]) == pytest.approx(expected[0], abs=1e-6)  # one state, as per step
+    monitor = RiskMonitor(critic.risk_head)
+    for v in np.linspace(0.9, 0.4, 12):
+        monitor.update(v)
+    assert monitor.risk == pytest.approx(float(risk[0]), abs=1e-6)
