@@ -23,6 +23,7 @@ setup(
         "mujoco==3.17.0",
         "robosuite==1.4.0",
         "numpy==2.4.6",
+        "scipy==1.17.1",  # exact GELU (erf) in the critics' numpy forward pass
         "stable-baselines3==2.9.2",
         "gymnasium==1.4.0",
         "tensorboard==2.21.0",  # train-selector's logs

@@ -1,8 +1,9 @@
 """Per-step cost of the supervisor (quality metrics + value critic + risk head + contacts + memory +
 selector) against a bare LIBERO physics step, measured side by side in one run.
 
-Measured without a value critic and, when one is found (``--critic``, else the suite's shipped
-one), with it. The supervisor's time excludes what is not supervision: the base policy (the
+Measured for the default rule selector, which reads no value or risk (so the value critic is not
+loaded), and, when a critic is found (``--critic``, else the suite's shipped one), for a selector
+that reads it (the rule with its value-drop flags on; the ppo selector reads it too). The supervisor's time excludes what is not supervision: the base policy (the
 zero policy's broker) and rollback motion (physics steps, counted as recovery steps and reported).
 
 Writes benchmarks/results/supervisor_overhead.json.
@@ -17,7 +18,6 @@ import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
-from unittest import mock
 
 import numpy as np
 import torch
@@ -26,6 +26,7 @@ from recovery.evaluation import assembly
 from recovery.evaluation.assembly import RecoveryOptions
 from recovery.evaluation.episode import WAIT_ACTION
 from recovery.evaluation.results import EpisodeSpec
+from recovery.selectors import RuleConfig, RuleSelector
 from recovery.supervisor import Supervisor
 from sim.libero_backend import LiberoBackend
 from sim.tasks import resolve_task
@@ -84,12 +85,11 @@ def supervisor_ms_per_step(backend: LiberoBackend, supervisor: Supervisor, exclu
     return (spent - excluded.seconds) / STEPS * 1e3
 
 
-def build(backend: LiberoBackend, critic: Path | None, excluded: Excluded) -> Supervisor:
-    """``critic`` None: none at all (where the assembly would take the shipped one)."""
+def build(backend: LiberoBackend, selector: RuleSelector, critic: Path | None, excluded: Excluded) -> Supervisor:
+    """The assembly loads the critic only for a selector that reads value or risk."""
     broker = ChunkBroker(ZeroPolicy())
     excluded.wrap(broker, "act")
-    with mock.patch.object(assembly, "critic_path", return_value=critic):
-        return assembly.build_supervisor(backend, broker, SPEC, RecoveryOptions(selector="rule"))
+    return assembly.build_supervisor(backend, broker, SPEC, RecoveryOptions(critic=critic), selector)
 
 
 def summarize(bare: list[np.ndarray], ours: list[np.ndarray], supervisor: Supervisor) -> dict:
@@ -116,9 +116,10 @@ def main() -> None:
     backend = LiberoBackend(resolve_task(SPEC.suite, SPEC.task))
     excluded = Excluded()
     excluded.wrap(backend, "move_to")
-    variants = {"without_critic": build(backend, None, excluded)}
-    if critic:
-        variants["with_critic"] = build(backend, critic, excluded)
+    variants = {"without_critic": build(backend, RuleSelector(), critic, excluded)}  # the default rule
+    if critic:  # a selector that reads the critic (the rule with its value-drop flags on; ppo does too)
+        reading = RuleSelector(RuleConfig(value_drop_rules=("decline", "abrupt_drop")))
+        variants["with_critic"] = build(backend, reading, critic, excluded)
     bare_ms_per_step(backend)  # warm-up
     bare: dict[str, list[np.ndarray]] = {name: [] for name in variants}
     ours: dict[str, list[np.ndarray]] = {name: [] for name in variants}

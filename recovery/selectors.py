@@ -6,6 +6,7 @@ through the same ``Selector`` interface, reading the same ``DecisionContext``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -32,6 +33,8 @@ class UnknownSelectorError(ValueError):
 
 
 class Selector(Protocol):
+    reads_value: bool  # whether decide() looks at value or risk: the value critic runs only if so
+
     def reset(self) -> None: ...
 
     def decide(self, ctx: DecisionContext) -> Mode: ...
@@ -39,6 +42,8 @@ class Selector(Protocol):
 
 class NoneSelector:
     """Never intervenes: the base policy alone, with the same bookkeeping."""
+
+    reads_value = False
 
     def reset(self) -> None:
         pass
@@ -68,6 +73,7 @@ class RuleSelector:
 
     def __init__(self, config: RuleConfig = RuleConfig()):
         self.config = config
+        self.reads_value = bool(config.value_drop_rules) or math.isfinite(config.risk_max)
 
     def reset(self) -> None:
         pass

@@ -55,7 +55,9 @@ def make_selector(options: RecoveryOptions, suite: str):
     return SELECTORS[options.selector]()
 
 
-def build_supervisor(backend: RobotBackend, broker, spec: EpisodeSpec, options: RecoveryOptions):
+def build_supervisor(backend: RobotBackend, broker, spec: EpisodeSpec, options: RecoveryOptions, selector=None):
+    """``selector`` None: the one ``options`` names. The value critic is loaded only where something
+    reads it (the selector, or a trace for a plot): it is the largest per-step cost."""
     from critics.quality import QualityMonitor
     from critics.references import load_references
     from critics.risk import RiskMonitor
@@ -65,11 +67,12 @@ def build_supervisor(backend: RobotBackend, broker, spec: EpisodeSpec, options: 
 
     task = resolve_task(spec.suite, spec.task)
     references = load_references(options.references, spec.suite, task.name)
-    path = critic_path(options, spec.suite)
+    selector = selector or make_selector(options, spec.suite)
+    path = critic_path(options, spec.suite) if selector.reads_value or options.supervisor.keep_trace else None
     critic = ValueCritic.load(path) if path else None
     config = replace(options.supervisor, rollback=replace(options.supervisor.rollback, kind=options.rollback))
     return Supervisor(
-        backend, broker, make_selector(options, spec.suite), QualityMonitor(references),
+        backend, broker, selector, QualityMonitor(references),
         value_fn=critic.value_fn if critic else None,
         risk=RiskMonitor(critic.risk_head if critic else None), config=config,
     )

@@ -140,6 +140,18 @@ class SelectorEnv(gym.Env):
         return self._built[task.index]
 
 
+class TrainingAgentSelector:
+    """Stands in the supervisor for the agent being trained, which decides through ``apply``."""
+
+    reads_value = True  # the observation holds value and risk
+
+    def reset(self) -> None:
+        pass
+
+    def decide(self, ctx) -> Mode:
+        raise RuntimeError("in training the agent decides: SelectorEnv.step calls Supervisor.apply")
+
+
 def build_supervised_task(config: SelectorEnvConfig, task) -> tuple:
     """A disturbable LIBERO backend (physics only) and a supervisor around the base policy."""
     from dataclasses import replace
@@ -155,7 +167,7 @@ def build_supervised_task(config: SelectorEnvConfig, task) -> tuple:
     broker = ChunkBroker(make_policy(config.policy, backend, config.policy_options))
     spec = EpisodeSpec(task.suite, task.index, SAMPLED_LAYOUT, 0, config.policy)
     supervisor_config = replace(config.supervisor, history=config.observation.history)
-    options = RecoveryOptions(selector="none", rollback=config.rollback, references=config.references,
-                              critic=config.critic, supervisor=supervisor_config)
-    supervisor: Supervisor = build_supervisor(backend, broker, spec, options)
+    options = RecoveryOptions(rollback=config.rollback, references=config.references, critic=config.critic,
+                              supervisor=supervisor_config)
+    supervisor: Supervisor = build_supervisor(backend, broker, spec, options, TrainingAgentSelector())
     return backend, supervisor

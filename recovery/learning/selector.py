@@ -52,6 +52,8 @@ def shipped_selector(suite: str) -> Path:
 class PPOSelector:
     """Deterministic (greedy) mode choice of a trained PPO actor."""
 
+    reads_value = True
+
     def __init__(self, path: Path, layout: ObservationLayout = ObservationLayout(), device: str = "cpu"):
         from stable_baselines3 import PPO
 
