@@ -47,6 +47,8 @@ class SelectorEnvConfig:
     policy_options: dict[str, str] = field(default_factory=dict)
     disturbance: str = "action_noise"
     disturbed_share: float = 0.5  # of episodes
+    task_repeats: int = 4  # episodes in a row on one drawn task: an environment keeps one simulator
+    # (a LIBERO scene holds ~1 GB; one per task and process exhausts a 24 GB machine), built once per run
     rollback: str = "physical"
     references: Path = REFERENCES_SHIPPED
     critic: Path | None = None  # None: the shipped critic of the suite, if any
@@ -73,13 +75,18 @@ class SelectorEnv(gym.Env):
         self._disturbed, self._nominal = DisturbanceConfig(config.disturbance), DisturbanceConfig("none")
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, (config.observation.size,), np.float32)
         self.action_space = gym.spaces.Discrete(len(LEARNED_MODES))
-        self._built: dict[int, tuple] = {}  # task index -> (backend, supervisor), kept across episodes
+        self._built: tuple | None = None  # (task index, backend, supervisor) of the current run of episodes
+        self._repeats_left = 0
 
     # --- Gymnasium ---------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
         super().reset(seed=seed)
         rng = self.np_random
-        task = self._tasks[int(rng.integers(len(self._tasks)))]
+        if seed is not None or self._repeats_left == 0:
+            self._task = self._tasks[int(rng.integers(len(self._tasks)))]
+            self._repeats_left = self.config.task_repeats
+        self._repeats_left -= 1
+        task = self._task
         disturbed = bool(rng.random() < self.config.disturbed_share)
         self._backend, self._supervisor = self._build(task)
         self._backend.config = self._disturbed if disturbed else self._nominal
@@ -107,10 +114,11 @@ class SelectorEnv(gym.Env):
         return self._observation(), float(reward), done, False, info
 
     def close(self) -> None:
-        for backend, supervisor in self._built.values():
+        if self._built is not None:
+            _, backend, supervisor = self._built
             supervisor.close()
             backend.close()
-        self._built.clear()
+            self._built = None
 
     # --- between decisions ---------------------------------------------------------------------------
     def _drive(self, obs: Observation) -> None:
@@ -135,9 +143,10 @@ class SelectorEnv(gym.Env):
         return self.config.observation.encode(self._supervisor.context())
 
     def _build(self, task) -> tuple:
-        if task.index not in self._built:
-            self._built[task.index] = build_supervised_task(self.config, task)
-        return self._built[task.index]
+        if self._built is None or self._built[0] != task.index:
+            self.close()
+            self._built = (task.index, *build_supervised_task(self.config, task))
+        return self._built[1:]
 
 
 class TrainingAgentSelector:
