@@ -42,6 +42,7 @@ CARRY_MARGIN = 0.04  # carried object's bottom clears obstacles by this much
 HAND_MARGIN = 0.07  # empty hand's grip point clears obstacles by this much (fingertips hang below)
 ATTEMPTS = 3
 DRAWER_TRAVEL = 0.22  # how far a drawer is pulled out
+SETTLE_SPEED, SETTLE_STEPS = 0.005, 30  # wait (at most this long) until objects move slower (m/s)
 COMFORT_REACH, REACH_COST = 0.6, 0.3  # rim pinch: prefer grip points this far from the robot base
 # Panda hand in the grip-site frame (x closing, z down), measured from its collision geoms:
 # (half extent in x, y), z range, weight. The palm is 20 cm wide along the closing axis; the
@@ -109,6 +110,7 @@ class ScriptedExpert:
 
     def _solve(self) -> Generator[np.ndarray, None, None]:
         """All goal clauses in a workable order, each retried until it holds."""
+        yield from self._settle()
         for clause in self._ordered_goal():
             for _ in range(ATTEMPTS):
                 if self._holds(clause) and clause[0] not in ("on", "in"):
@@ -118,6 +120,18 @@ class ScriptedExpert:
                     break
         while True:
             yield self._hold_action(self._last[6])
+
+    def _settle(self) -> Actions:
+        """Hold still until the objects stop moving: LIBERO drops them from above their supports
+        and a bowl stacked on a ramekin still falls and tips after the standard wait, so a grasp
+        planned then aims at a rim that is no longer there."""
+        model, data = self.env.sim.model._model, self.env.sim.data._data
+        free = [model.jnt_dofadr[j] for j in range(model.njnt) if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
+        for _ in range(SETTLE_STEPS):
+            if max((np.linalg.norm(data.qvel[a:a + 3]) for a in free), default=0.0) < SETTLE_SPEED:
+                return True
+            yield self._hold_action(OPEN)
+        return False
 
     def _ordered_goal(self) -> list[list[str]]:
         """Opening/turning on first (they make room or are independent), placing next, closing
