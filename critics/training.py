@@ -97,7 +97,7 @@ def train_critic(config: CriticTrainConfig) -> tuple[ValueCritic, dict]:
     traces = {id(e): critic.values(feats[id(e)]) for e in episodes}
     risk_config = RiskConfig()
     critic.risk_head = fit_risk_head([traces[id(e)] for e in train], risk_config, seed=config.seed)
-    report = _report(held, traces, critic.risk_head, risk_config)
+    report = _report(held, train, traces, critic.risk_head, risk_config)
     critic.training = {"suite": config.suite, "policy": config.policy, "episodes": len(episodes),
                        "train_episodes": len(train), "heldout_episodes": len(held), "seed": config.seed,
                        "failure_prediction": report}
@@ -106,13 +106,12 @@ def train_critic(config: CriticTrainConfig) -> tuple[ValueCritic, dict]:
     return critic, report
 
 
-def _report(held: list[dict], traces: dict, head: RiskHead, risk_config: RiskConfig) -> dict:
-    """AUROC (episode-level: failure vs success) and lead time before failure of each signal."""
+def _signals(episodes: list[dict], traces: dict, head: RiskHead, risk_config: RiskConfig) -> dict[str, list]:
+    """Per episode and step: 1 - V, the learned TVR risk, and whether any rule fires."""
     import torch
 
-    labels = np.array([0 if e["success"] else 1 for e in held])
     signals: dict[str, list[np.ndarray]] = {"value (1 - V)": [], "risk head (TVR)": [], "rules (any flag)": []}
-    for e in held:
+    for e in episodes:
         v = traces[id(e)]
         with torch.no_grad():
             hist = np.stack([history_features(v[: t + 1], risk_config.k) for t in range(len(v))])
@@ -121,18 +120,32 @@ def _report(held: list[dict], traces: dict, head: RiskHead, risk_config: RiskCon
         signals["value (1 - V)"].append(1 - v)
         signals["risk head (TVR)"].append(tvr)
         signals["rules (any flag)"].append(flags)
-    report = {"heldout_failures": int(labels.sum()), "heldout_successes": int(len(labels) - labels.sum())}
-    thresholds = {"value (1 - V)": 0.5, "risk head (TVR)": 0.02, "rules (any flag)": 0.5}
-    for name, per_episode in signals.items():
-        scores = np.array([s.max() for s in per_episode])
-        fired = [s > thresholds[name] for s in per_episode]
+    return signals
+
+
+def _report(held: list[dict], train: list[dict], traces: dict, head: RiskHead, risk_config: RiskConfig,
+            false_alarm_budget: float = 0.1, early_steps: int = 100) -> dict:
+    """Per signal, on held-out episodes: AUROC of the episode's peak (whole episode, and the first
+    ``early_steps`` steps, before most successes end: a failing episode is longer, which alone would
+    lift a peak); then, at a threshold set on training successes to fire on at most
+    ``false_alarm_budget`` of them, how many failures it catches and how many steps before the end."""
+    labels = np.array([0 if e["success"] else 1 for e in held])
+    held_signals = _signals(held, traces, head, risk_config)
+    train_signals = _signals([e for e in train if e["success"]], traces, head, risk_config)
+    report = {"heldout_failures": int(labels.sum()), "heldout_successes": int(len(labels) - labels.sum()),
+              "false_alarm_budget": false_alarm_budget, "early_steps": early_steps}
+    for name, per_episode in held_signals.items():
+        threshold = float(np.quantile([s.max() for s in train_signals[name]], 1 - false_alarm_budget))
+        fired = [s > threshold for s in per_episode]
         leads = [_lead_time(f) for f, label in zip(fired, labels) if label == 1]
-        false_alarms = [bool(f.any()) for f, label in zip(fired, labels) if label == 0]
+        caught = [lead for lead in leads if lead is not None]
         report[name] = {
-            "auroc": round(auroc(scores, labels), 3), "threshold": thresholds[name],
-            "fires_on_failures": f"{sum(lead is not None for lead in leads)}/{len(leads)}",
-            "median_steps_before_end": float(np.median([l for l in leads if l is not None])) if any(
-                l is not None for l in leads) else None,
-            "fires_on_successes": f"{sum(false_alarms)}/{len(false_alarms)}",
+            "auroc": round(auroc(np.array([s.max() for s in per_episode]), labels), 3),
+            "auroc_early": round(auroc(np.array([s[:early_steps].max() for s in per_episode]), labels), 3),
+            "threshold": round(threshold, 4),
+            "fires_on_failures": f"{len(caught)}/{len(leads)}",
+            "median_steps_before_end": float(np.median(caught)) if caught else None,
+            "fires_on_successes": f"{sum(bool(f.any()) for f, label in zip(fired, labels) if label == 0)}"
+                                  f"/{int(len(labels) - labels.sum())}",
         }
     return report
