@@ -112,7 +112,9 @@ class LiberoBackend(RobotBackend):
                 f"{self.task.label} has {len(self._init_states)} init states; index {init_index} is out of range"
             )
         self._env.seed(seed)
-        raw = self._env.reset()
+        self.raw.hard_reset = init_index is None  # a soft reset places objects that sit on a fixture at
+        raw = self._env.reset()  # twice the fixture's offset (a bowl on the stove lands on the floor)
+        self.raw.hard_reset = False
         self.raw.robots[0].gripper.current_action = np.zeros(1)  # a soft reset keeps the old command
         if init_index is not None:
             raw = self._env.set_init_state(self._init_states[init_index])
