@@ -14,11 +14,15 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from recovery.evaluation.runner import EvalConfig, evaluate
 from recovery.evaluation.assembly import RecoveryOptions
+from recovery.evaluation.runner import EvalConfig, evaluate
 from recovery.learning.env import SelectorEnv, SelectorEnvConfig
 from recovery.learning.observation import LEARNED_MODES, ObservationLayout
-from recovery.learning.selector import PPOSelector, SelectorCheckpointError, selector_meta
+from recovery.learning.selector import (
+    PPOSelector,
+    SelectorCheckpointError,
+    selector_meta,
+)
 from recovery.learning.train import PPOConfig, TrainSelectorConfig, train_selector
 from recovery.modes import Mode
 from recovery.ray_cluster import RayUnavailableError
@@ -157,3 +161,11 @@ def test_training_collects_with_ray_actors(tmp_path, local_ray):
                                  eval_every=0, device="cpu", ray_address="auto", progress=False)
     assert PPOSelector(train_selector(config)).model.num_timesteps == 64
     assert json.loads((tmp_path / "run" / "throughput.json").read_text())["ray"] is True
+
+
+def test_the_shipped_selector_loads_for_libero_object():
+    from recovery.learning.selector import shipped_selector
+
+    selector = PPOSelector(shipped_selector("libero_object"))
+    assert selector.model.num_timesteps >= 8000
+    assert selector.decide(_context(steps=20, quality_steps=20)) in LEARNED_MODES

@@ -25,8 +25,14 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from recovery.learning.env import SelectorEnv, SelectorEnvConfig
 from recovery.learning.observation import LEARNED_MODES
-from recovery.learning.run_dir import append_curve_row, prepare_run, save_atomically, truncate_curve
+from recovery.learning.run_dir import (
+    append_curve_row,
+    prepare_run,
+    save_atomically,
+    truncate_curve,
+)
 from recovery.learning.selector import check_meta, selector_meta
+
 
 @dataclass(frozen=True)
 class PPOConfig:

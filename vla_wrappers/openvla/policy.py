@@ -12,7 +12,6 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 
 from recovery.backend import ACTION_DIM, Observation, RobotBackend
 from vla_wrappers.base import (
