@@ -10,8 +10,11 @@ and the evaluation callback's ``evaluations.npz`` / ``best/``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import signal
+import threading
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -97,9 +100,9 @@ def make_vec_env(config: TrainSelectorConfig) -> VecEnv:
 class RunRecorder(BaseCallback):
     """Learning curve, throughput, periodic atomic checkpoints, progress bar."""
 
-    def __init__(self, config: TrainSelectorConfig, out: Path):
+    def __init__(self, config: TrainSelectorConfig, out: Path, stop: threading.Event):
         super().__init__()
-        self.config, self.out = config, out
+        self.config, self.out, self.stop = config, out, stop
         self._next_checkpoint = 0
         self._collect = self._update = 0.0
         self._rollout_started = self._rollout_ended = None
@@ -135,7 +138,7 @@ class RunRecorder(BaseCallback):
         if self.num_timesteps >= self._next_checkpoint:
             save_atomically(self.model, self.out / "checkpoint.zip")
             self._next_checkpoint += self.config.checkpoint_every
-        return True
+        return not self.stop.is_set()  # False ends learn() between two decisions
 
     def _on_rollout_end(self) -> None:
         now = time.perf_counter()
@@ -165,6 +168,26 @@ class RunRecorder(BaseCallback):
         }, indent=2) + "\n")
 
 
+@contextlib.contextmanager
+def _stop_on_interrupt(stop: threading.Event):
+    """Ctrl-C asks training to stop after the current decision (a KeyboardInterrupt inside the
+    simulator's C code can surface as another error); a second Ctrl-C interrupts at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def train_selector(config: TrainSelectorConfig) -> Path:
     """Train (or resume) and return the final selector's path."""
     import torch
@@ -172,6 +195,10 @@ def train_selector(config: TrainSelectorConfig) -> Path:
     from vla_wrappers.base import resolve_device
 
     torch.set_num_threads(1)
+    if config.ray_address:
+        from recovery.ray_cluster import connect
+
+        connect(config.ray_address, num_cpus=config.envs)  # an unreachable cluster fails before anything is written
     out = Path(config.out)
     resume_from = prepare_run(out, config.identity())
     layout = config.env.observation
@@ -190,7 +217,8 @@ def train_selector(config: TrainSelectorConfig) -> Path:
                         batch_size=p.batch_size, n_epochs=p.n_epochs, seed=config.seed, device=device,
                         policy_kwargs={"net_arch": list(p.net_arch)}, tensorboard_log=str(out / "tb"))
             model.selector_meta = selector_meta(layout)  # saved with every checkpoint
-        callbacks = [RunRecorder(config, out)]
+        stop = threading.Event()
+        callbacks = [RunRecorder(config, out, stop)]
         if config.eval_every:
             eval_env = DummyVecEnv([functools.partial(make_env, config.env)])
             eval_env.seed(config.seed + 1_000_003)
@@ -199,9 +227,12 @@ def train_selector(config: TrainSelectorConfig) -> Path:
                                           best_model_save_path=str(out / "best"), verbose=0))
         remaining = config.decisions - model.num_timesteps
         if remaining > 0:
-            model.learn(remaining, callback=CallbackList(callbacks), reset_num_timesteps=resume_from is None,
-                        tb_log_name="ppo")
+            with _stop_on_interrupt(stop):
+                model.learn(remaining, callback=CallbackList(callbacks), reset_num_timesteps=resume_from is None,
+                            tb_log_name="ppo")
             save_atomically(model, out / "checkpoint.zip")
+            if stop.is_set():
+                raise KeyboardInterrupt
         final = out / "selector.zip"
         save_atomically(model, final)
     finally:
