@@ -60,6 +60,8 @@ def plan_episodes(config: EvalConfig) -> list[EpisodeSpec]:
     DisturbanceConfig(name=config.disturbance)  # and so does an unknown disturbance
     recovery = config.recovery
     variant = {"selector": recovery.selector, "rollback": recovery.rollback} if recovery else {}
+    if recovery:
+        make_selector(recovery, config.suite)  # an unknown selector or a bad checkpoint fails before any episode
     specs = []
     for task in resolve_tasks(config.suite, list(config.tasks)):
         if recovery:
@@ -80,7 +82,6 @@ def plan_episodes(config: EvalConfig) -> list[EpisodeSpec]:
 def _check_recovery_inputs(options: RecoveryOptions, task) -> None:
     from critics.references import load_references
 
-    make_selector(options, task.suite)  # an unknown selector or a bad checkpoint fails before any episode
     load_references(options.references, task.suite, task.name)  # names the command that builds them
     path = critic_path(options, task.suite)
     if path is not None and not path.exists():
