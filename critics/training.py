@@ -33,6 +33,7 @@ class CriticTrainConfig:
     out: Path = Path("critics/checkpoints/critic.pt")
     holdout: float = 0.25
     epochs: int = 30
+    hidden: int = 64  # width of V(s)'s two hidden layers; it runs every step, so it is kept small
     progress: bool = True
 
 
@@ -92,7 +93,7 @@ def train_critic(config: CriticTrainConfig) -> tuple[ValueCritic, dict]:
     feats = {id(e): featurize(e) for e in episodes}
     x = np.concatenate([feats[id(e)] for e in train])
     y = np.concatenate([discounted_outcome(len(e["state"]), bool(e["success"])) for e in train])
-    net = fit_value_net(x, y, layout, epochs=config.epochs, seed=config.seed)
+    net = fit_value_net(x, y, layout, epochs=config.epochs, seed=config.seed, hidden=config.hidden)
     critic = ValueCritic(layout, net, None, {})
     traces = {id(e): critic.values(feats[id(e)]) for e in episodes}
     risk_config = RiskConfig()
@@ -100,6 +101,7 @@ def train_critic(config: CriticTrainConfig) -> tuple[ValueCritic, dict]:
     report = _report(held, train, traces, critic.risk_head, risk_config)
     critic.training = {"suite": config.suite, "policy": config.policy, "episodes": len(episodes),
                        "train_episodes": len(train), "heldout_episodes": len(held), "seed": config.seed,
+                       "hidden": config.hidden,
                        "failure_prediction": report}
     critic.save(config.out)
     config.out.with_suffix(".report.json").write_text(json.dumps(critic.training, indent=2) + "\n")

@@ -34,7 +34,7 @@ def discounted_outcome(length: int, success: bool, gamma: float = 0.99) -> np.nd
 
 
 class ValueNet(nn.Module):
-    def __init__(self, in_size: int, hidden: int = 256):
+    def __init__(self, in_size: int, hidden: int = 64):
         super().__init__()
         self.body = nn.Sequential(nn.Linear(in_size, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU(),
                                   nn.Linear(hidden, 1))
@@ -99,7 +99,7 @@ class ValueCritic:
 
 
 def fit_value_net(features: np.ndarray, targets: np.ndarray, layout: FeatureLayout, epochs: int = 30,
-                  seed: int = 0, hidden: int = 256) -> ValueNet:
+                  seed: int = 0, hidden: int = 64) -> ValueNet:
     torch.manual_seed(seed)
     net = ValueNet(layout.size, hidden)
     net.feat_mean.copy_(torch.from_numpy(features.mean(0)))

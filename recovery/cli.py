@@ -43,7 +43,7 @@ def _recovery_options(args: argparse.Namespace, keep_trace: bool = False):
     if not args.selector:
         return None
     return RecoveryOptions(selector=args.selector, rollback=args.rollback, references=args.references,
-                           critic=args.critic, selector_path=args.selector_path,
+                           critic=args.critic, selector_path=args.selector_path, rule_config=args.rule_config,
                            supervisor=SupervisorConfig(max_rollbacks=args.max_rollbacks, keep_trace=keep_trace))
 
 
@@ -125,6 +125,9 @@ def _add_recovery_args(parser: argparse.ArgumentParser, selector_default: str | 
                          "trained with `recovery train-selector` (see --selector-path)")
         rec.add_argument("--selector-path", type=Path, metavar="FILE",
                          help="the ppo selector's checkpoint (default: the shipped one of the suite)")
+        rec.add_argument("--rule-config", type=Path, metavar="FILE",
+                         help="the rule selector's thresholds, from `recovery calibrate-rule` (default: the shipped "
+                         "calibration of the suite and policy, else the built-in defaults)")
     rec.add_argument("--rollback", choices=["physical", "snapshot"], default="physical",
                      help="physical: drive the arm back (what a real arm can do, default); snapshot: restore the "
                      "simulator (simulation-only upper bound)")
@@ -195,10 +198,25 @@ def _cmd_train_critic(args: argparse.Namespace) -> int:
     out = args.out or Path("critics") / "checkpoints" / f"{args.suite}.pt"
     _, report = train_critic(CriticTrainConfig(
         suite=args.suite, policy=args.policy, episodes_per_task=args.episodes, seed=args.seed,
-        workers=args.workers, data_dir=args.data, out=out, progress=not args.no_progress,
+        workers=args.workers, data_dir=args.data, out=out, hidden=args.hidden, progress=not args.no_progress,
     ))
     print(json.dumps(report, indent=2))
     print(f"critic: {out}\nreport: {out.with_suffix('.report.json')}")
+    return 0
+
+
+def _cmd_calibrate_rule(args: argparse.Namespace) -> int:
+    import json
+
+    from recovery.rule_calibration import CalibrationConfig, calibrate, shipped_rule_path
+
+    config = CalibrationConfig(suite=args.suite, policy=args.policy, episodes_per_task=args.episodes, seed=args.seed,
+                               false_alarm=args.false_alarm, disturbance=args.disturbance,
+                               references=args.references, workers=args.workers,
+                               data_dir=args.data, out=args.out, progress=not args.no_progress)
+    _, report = calibrate(config)
+    print(json.dumps(report, indent=2))
+    print(f"thresholds: {config.out or shipped_rule_path(args.suite, args.policy)}")
     return 0
 
 
@@ -380,8 +398,32 @@ def build_parser() -> argparse.ArgumentParser:
     tc.add_argument("--workers", type=int, default=1)
     tc.add_argument("--data", type=Path, default=Path("critic_data"), help="rollout store (resumable)")
     tc.add_argument("--out", type=Path, help="critic checkpoint (default critics/checkpoints/SUITE.pt)")
+    tc.add_argument("--hidden", type=int, default=64, help="width of V(s)'s hidden layers (default 64: it runs "
+                    "every step)")
     tc.add_argument("--no-progress", action="store_true")
     tc.set_defaults(func=_cmd_train_critic)
+
+    cr = sub.add_parser("calibrate-rule", help="set the rule selector's quality thresholds for a suite and policy",
+                        description="Run the policy with the never-intervening supervisor on sampled layouts (never "
+                        "the evaluation init states) and pick the quality thresholds that fire on at most "
+                        "FALSE_ALARM of its successful episodes. Execution quality is relative to the references: "
+                        "a weak policy scores low even when it succeeds, so every suite and policy needs its own.")
+    cr.add_argument("--suite", required=True)
+    cr.add_argument("--policy", default="embedded")
+    cr.add_argument("--episodes", type=int, default=5, help="sampled layouts per task (default 5)")
+    cr.add_argument("--seed", type=int, default=3000, help="seed of layout 0 (default 3000)")
+    cr.add_argument("--false-alarm", type=float, default=0.1,
+                    help="share of successful episodes on which the rule may fire (default 0.1)")
+    cr.add_argument("--disturbance", default="action_noise", help="measure how often the thresholds catch this "
+                    "disturbance within 25 steps of its onset, on the same layouts ('none': skip; default action_noise)")
+    cr.add_argument("--references", type=Path, default=REFERENCES_SHIPPED)
+    cr.add_argument("--workers", type=int, default=1)
+    cr.add_argument("--data", type=Path, default=Path("critic_data"),
+                    help="rollout store (resumable; delete SUITE/rule_calibration.jsonl in it after rebuilding references)")
+    cr.add_argument("--out", type=Path, help="thresholds file (default critics/checkpoints/SUITE_POLICY.rule.json, "
+                    "which `recovery eval --selector rule` reads)")
+    cr.add_argument("--no-progress", action="store_true")
+    cr.set_defaults(func=_cmd_calibrate_rule)
 
     ts = sub.add_parser(
         "train-selector", help="train the mode selector with PPO in simulation (resumable)",

@@ -22,6 +22,7 @@ class RecoveryOptions:
     references: Path = REFERENCES_SHIPPED  # `recovery build-references` writes your own
     critic: Path | None = None  # None: the shipped critic of the suite, if any
     selector_path: Path | None = None  # the ppo selector's checkpoint; None: the shipped one of the suite
+    rule_config: Path | None = None  # the rule's thresholds; None: the shipped calibration of suite and policy, if any
     supervisor: SupervisorConfig = field(default_factory=SupervisorConfig)
 
 
@@ -43,13 +44,16 @@ def critic_path(options: RecoveryOptions, suite: str) -> Path | None:
     return shipped if shipped.exists() else None
 
 
-def make_selector(options: RecoveryOptions, suite: str):
-    """A fresh selector; ``ppo`` loads (and checks) its checkpoint."""
+def make_selector(options: RecoveryOptions, suite: str, policy: str):
+    """A fresh selector; ``ppo`` loads (and checks) its checkpoint, ``rule`` its suite's thresholds."""
     from recovery.learning.selector import PPOSelector, shipped_selector
-    from recovery.selectors import SELECTORS, UnknownSelectorError
+    from recovery.rule_calibration import rule_config_for
+    from recovery.selectors import SELECTORS, RuleSelector, UnknownSelectorError
 
     if options.selector == "ppo":
         return PPOSelector(options.selector_path or shipped_selector(suite))
+    if options.selector == "rule":
+        return RuleSelector(rule_config_for(suite, policy, options.rule_config))
     if options.selector not in SELECTORS:
         raise UnknownSelectorError(f"unknown selector {options.selector!r}; valid: {', '.join(SELECTORS)}, ppo")
     return SELECTORS[options.selector]()
@@ -67,7 +71,7 @@ def build_supervisor(backend: RobotBackend, broker, spec: EpisodeSpec, options: 
 
     task = resolve_task(spec.suite, spec.task)
     references = load_references(options.references, spec.suite, task.name)
-    selector = selector or make_selector(options, spec.suite)
+    selector = selector or make_selector(options, spec.suite, spec.policy)
     path = critic_path(options, spec.suite) if selector.reads_value or options.supervisor.keep_trace else None
     critic = ValueCritic.load(path) if path else None
     config = replace(options.supervisor, rollback=replace(options.supervisor.rollback, kind=options.rollback))

@@ -61,7 +61,7 @@ def plan_episodes(config: EvalConfig) -> list[EpisodeSpec]:
     recovery = config.recovery
     variant = {"selector": recovery.selector, "rollback": recovery.rollback} if recovery else {}
     if recovery:
-        make_selector(recovery, config.suite)  # an unknown selector or a bad checkpoint fails before any episode
+        make_selector(recovery, config.suite, config.policy)  # an unknown selector or a bad checkpoint fails before any episode
     specs = []
     for task in resolve_tasks(config.suite, list(config.tasks)):
         if recovery:

@@ -1,0 +1,142 @@
+"""``recovery calibrate-rule``: set the rule selector's quality thresholds for one suite and policy.
+
+Execution quality is relative: a weak base policy scores low even in episodes it wins, so
+thresholds that suit one suite fire on every episode of another. Calibration runs the policy
+under the never-intervening supervisor on sampled layouts (never the evaluation init states),
+and on its successful episodes picks the thresholds that would have fired on at most
+``false_alarm`` of them: half of that budget for low quality, half for a drop. The same layouts
+under a disturbance then measure what those thresholds catch: whether the rule would fire within
+``detect_within`` steps of the disturbance's onset, and how deep a drop the disturbance causes
+next to the largest drop of an undisturbed success.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from critics.references import SHIPPED as REFERENCES_SHIPPED
+from recovery.selectors import RuleConfig
+from recovery.supervisor import SupervisorConfig
+
+SHIPPED = Path(__file__).resolve().parents[1] / "critics" / "checkpoints"
+
+
+def shipped_rule_path(suite: str, policy: str) -> Path:
+    return SHIPPED / f"{suite}_{policy}.rule.json"
+
+
+@dataclass(frozen=True)
+class CalibrationConfig:
+    suite: str
+    policy: str = "embedded"
+    tasks: tuple[int | str, ...] = ()  # empty: every task of the suite
+    episodes_per_task: int = 5
+    seed: int = 3000  # sampled layouts seed + i: apart from the evaluation's init states and other data
+    false_alarm: float = 0.1  # share of successful nominal episodes on which the rule may fire
+    references: Path = REFERENCES_SHIPPED
+    workers: int = 1
+    data_dir: Path = Path("critic_data")
+    out: Path | None = None  # None: critics/checkpoints/SUITE_POLICY.rule.json
+    disturbance: str = "action_noise"  # the disturbance whose detection is measured ("none": not measured)
+    detect_within: int = 25  # steps after the onset in which firing counts as catching the disturbance
+    progress: bool = True
+    base: RuleConfig = field(default_factory=RuleConfig)  # everything but the two thresholds comes from here
+
+
+def rule_statistics(quality: np.ndarray, rule: RuleConfig, decision_every: int, start: int = 0,
+                    stop: int | None = None) -> tuple[float, float]:
+    """The lowest quality and the largest drop below the recent peak that the rule would have judged in
+    an episode without rollbacks, at its decision steps in [start, stop): past the cooldown, with a
+    full drop window."""
+    lowest, largest_drop = np.inf, -np.inf
+    for step in range(decision_every, min(len(quality), stop or len(quality)), decision_every):
+        if step < max(rule.cooldown, start):
+            continue
+        lowest = min(lowest, float(quality[step]))
+        if step + 1 >= rule.drop_window:
+            largest_drop = max(largest_drop, float(np.max(quality[step + 1 - rule.drop_window: step + 1]) - quality[step]))
+    return lowest, largest_drop
+
+
+def thresholds(successes: list[np.ndarray], config: CalibrationConfig, decision_every: int) -> RuleConfig:
+    """quality_min below all but ``false_alarm / 2`` of the episodes' lowest quality; quality_drop above
+    all but ``false_alarm / 2`` of their largest drop."""
+    if not successes:
+        raise ValueError(f"no successful episode of {config.policy} on {config.suite}: nothing to calibrate on")
+    lowest, drop = np.array([rule_statistics(q, config.base, decision_every) for q in successes]).T
+    share = config.false_alarm / 2  # episodes too short to be judged (inf) cannot fire: left out
+    return replace(config.base, quality_min=round(float(np.quantile(lowest[np.isfinite(lowest)], share)), 4),
+                   quality_drop=round(float(np.quantile(drop[np.isfinite(drop)], 1 - share)), 4))
+
+
+def calibrate(config: CalibrationConfig) -> tuple[RuleConfig, dict]:
+    every = SupervisorConfig().decision_every
+    nominal = _rollouts(config, "none")
+    successes = [np.array(r["recovery"]["trace"]["quality"]) for r in nominal if r["success"]]
+    rule = thresholds(successes, config, every)
+    lowest, drop = np.array([rule_statistics(q, rule, every) for q in successes]).T
+    report = {"suite": config.suite, "policy": config.policy, "seed": config.seed, "episodes": len(nominal),
+              "successes": len(successes), "false_alarm_target": config.false_alarm,
+              "fires_on_successes": int(np.sum((lowest < rule.quality_min) | (drop >= rule.quality_drop))),
+              "largest_drop_of_successes_median": round(float(np.median(drop[np.isfinite(drop)])), 4),
+              "rule": asdict(rule)}
+    if config.disturbance != "none":
+        report["detection"] = _detection(_rollouts(config, config.disturbance), rule, config, every)
+    out = config.out or shipped_rule_path(config.suite, config.policy)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_suffix(".partial")
+    partial.write_text(json.dumps(report, indent=2) + "\n")
+    partial.replace(out)  # an evaluation reading the thresholds never sees half a file
+    return rule, report
+
+
+def _rollouts(config: CalibrationConfig, disturbance: str) -> list[dict]:
+    """The policy under the never-intervening supervisor, quality traces kept (resumable)."""
+    from recovery.evaluation.assembly import RecoveryOptions
+    from recovery.evaluation.runner import EvalConfig, evaluate
+
+    records = evaluate(EvalConfig(
+        suite=config.suite, tasks=config.tasks, episodes=config.episodes_per_task, sampled_layouts=True,
+        policy=config.policy, seed=config.seed, workers=config.workers, disturbance=disturbance,
+        progress=config.progress, out=Path(config.data_dir) / config.suite / "rule_calibration.jsonl",
+        recovery=RecoveryOptions(selector="none", references=config.references,
+                                 supervisor=SupervisorConfig(keep_trace=True))))
+    return [r for r in records if r["error"] is None]
+
+
+def _detection(disturbed: list[dict], rule: RuleConfig, config: CalibrationConfig, every: int) -> dict:
+    """Would the rule have fired within ``detect_within`` steps of each disturbance, and how deep a drop
+    did the disturbance cause?"""
+    caught, drops = 0, []
+    fired = [r for r in disturbed if r["disturbance_info"]["fired_at"] is not None]  # before the episode ended
+    for record in fired:
+        onset = record["disturbance_info"]["fired_at"]
+        quality = np.array(record["recovery"]["trace"]["quality"])
+        lowest, drop = rule_statistics(quality, rule, every, onset, onset + config.detect_within)
+        caught += bool(lowest < rule.quality_min or drop >= rule.quality_drop)
+        drops += [drop] if np.isfinite(drop) else []
+    return {"disturbance": config.disturbance, "episodes": len(fired), "within_steps": config.detect_within,
+            "caught": caught, "drop_after_onset_median": round(float(np.median(drops)), 4) if drops else None}
+
+
+def load_rule_config(path: Path) -> RuleConfig:
+    if not Path(path).exists():
+        raise FileNotFoundError(f"rule thresholds {path} do not exist; make them with `recovery calibrate-rule`")
+    try:
+        rule = json.loads(Path(path).read_text())["rule"]
+        rule["value_drop_rules"] = tuple(rule["value_drop_rules"])
+        return RuleConfig(**rule)
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{path} is not a `recovery calibrate-rule` file: {error!r}") from error
+
+
+def rule_config_for(suite: str, policy: str, path: Path | None = None) -> RuleConfig:
+    """``path``, else the shipped calibration for this suite and policy, else the defaults."""
+    shipped = shipped_rule_path(suite, policy)
+    if path is None and not shipped.exists():
+        return RuleConfig()
+    return load_rule_config(path or shipped)
