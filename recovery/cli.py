@@ -415,7 +415,7 @@ def build_parser() -> argparse.ArgumentParser:
     cr.add_argument("--false-alarm", type=float, default=0.1,
                     help="share of successful episodes on which the rule may fire (default 0.1)")
     cr.add_argument("--disturbance", default="action_noise", help="measure how often the thresholds catch this "
-                    "disturbance within 25 steps of its onset, on the same layouts ('none': skip; default action_noise)")
+                    "disturbance soon after its onset, on the same layouts ('none': skip; default action_noise)")
     cr.add_argument("--references", type=Path, default=REFERENCES_SHIPPED)
     cr.add_argument("--workers", type=int, default=1)
     cr.add_argument("--data", type=Path, default=Path("critic_data"),

@@ -19,14 +19,13 @@ from pathlib import Path
 import numpy as np
 
 from critics.references import SHIPPED as REFERENCES_SHIPPED
+from recovery.evaluation.assembly import CRITICS_SHIPPED, RecoveryOptions
 from recovery.selectors import RuleConfig
 from recovery.supervisor import SupervisorConfig
 
-SHIPPED = Path(__file__).resolve().parents[1] / "critics" / "checkpoints"
-
 
 def shipped_rule_path(suite: str, policy: str) -> Path:
-    return SHIPPED / f"{suite}_{policy}.rule.json"
+    return CRITICS_SHIPPED / f"{suite}_{policy}.rule.json"
 
 
 @dataclass(frozen=True)
@@ -96,7 +95,6 @@ def calibrate(config: CalibrationConfig) -> tuple[RuleConfig, dict]:
 
 def _rollouts(config: CalibrationConfig, disturbance: str) -> list[dict]:
     """The policy under the never-intervening supervisor, quality traces kept (resumable)."""
-    from recovery.evaluation.assembly import RecoveryOptions
     from recovery.evaluation.runner import EvalConfig, evaluate
 
     records = evaluate(EvalConfig(

@@ -65,10 +65,11 @@ def test_two_workers_run_every_episode_once(tmp_path):
 
 def test_resume_after_interrupt_runs_only_missing_episodes(tmp_path):
     out = tmp_path / "r.jsonl"
-    # enough episodes that the run cannot end between seeing the first record and the interrupt
-    cmd = [*RECOVERY, "eval", "--suite", "libero_object", "--tasks", "0", "--episodes", "12", "--policy", "zero",
+    cmd = [*RECOVERY, "eval", "--suite", "libero_object", "--tasks", "0", "--episodes", "4", "--policy", "zero",
            "--max-steps", "60", "--out", str(out), "--no-progress"]
-    proc = subprocess.Popen(cmd, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    # as from a terminal: a shell's background job (CI scripts, nohup) would hand SIGINT down ignored
+    proc = subprocess.Popen(cmd, cwd=REPO, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while len(ResultsFile(out).load()) < 1 and time.time() < deadline:
         time.sleep(0.2)
@@ -76,11 +77,11 @@ def test_resume_after_interrupt_runs_only_missing_episodes(tmp_path):
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130 and "resume" in stderr
     first = ResultsFile(out).load()
-    assert 1 <= len(first) < 12
+    assert 1 <= len(first) < 4
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     records = ResultsFile(out).load()
-    assert sorted(r["init"] for r in records) == list(range(12))  # nothing ran twice
+    assert sorted(r["init"] for r in records) == [0, 1, 2, 3]  # nothing ran twice
     assert records[: len(first)] == first  # and nothing written earlier changed
     assert "libero_object (all)" in done.stdout
 
