@@ -508,6 +508,7 @@ def main(argv: list[str] | None = None) -> int:
     from recovery.learning.selector import SelectorCheckpointError
     from recovery.learning.run_dir import ResumeMismatchError
     from recovery.ray_cluster import RayUnavailableError
+    from recovery.rule_calibration import RuleConfigError
     from recovery.selectors import UnknownSelectorError
     from sim.disturbances import UnknownDisturbanceError
     from sim.tasks import UnknownTaskError
@@ -517,7 +518,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except (UnknownTaskError, TooManyEpisodesError, PolicyConfigError, MissingReferencesError,
             UnknownDisturbanceError, UnknownSelectorError, FileNotFoundError, SelectorCheckpointError,
-            ResumeMismatchError, RayUnavailableError) as exc:
+            ResumeMismatchError, RayUnavailableError, RuleConfigError) as exc:
         print(f"recovery {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -24,6 +24,10 @@ from recovery.selectors import RuleConfig
 from recovery.supervisor import SupervisorConfig
 
 
+class RuleConfigError(ValueError):
+    """A thresholds file that `recovery calibrate-rule` did not write, or calibration settings out of range."""
+
+
 def shipped_rule_path(suite: str, policy: str) -> Path:
     return CRITICS_SHIPPED / f"{suite}_{policy}.rule.json"
 
@@ -44,6 +48,10 @@ class CalibrationConfig:
     detect_within: int = 25  # steps after the onset in which firing counts as catching the disturbance
     progress: bool = True
     base: RuleConfig = field(default_factory=RuleConfig)  # everything but the two thresholds comes from here
+
+    def __post_init__(self):
+        if not 0 < self.false_alarm < 1:
+            raise RuleConfigError(f"false_alarm is a share of episodes, strictly between 0 and 1: {self.false_alarm}")
 
 
 def rule_statistics(quality: np.ndarray, rule: RuleConfig, decision_every: int, start: int = 0,
@@ -129,7 +137,7 @@ def load_rule_config(path: Path) -> RuleConfig:
         rule["value_drop_rules"] = tuple(rule["value_drop_rules"])
         return RuleConfig(**rule)
     except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{path} is not a `recovery calibrate-rule` file: {error!r}") from error
+        raise RuleConfigError(f"{path} is not a `recovery calibrate-rule` file: {error!r}") from error
 
 
 def rule_config_for(suite: str, policy: str, path: Path | None = None) -> RuleConfig:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from recovery.evaluation.assembly import RecoveryOptions, make_selector
 from recovery.modes import Mode
-from recovery.rule_calibration import CalibrationConfig, calibrate, rule_config_for, rule_statistics, thresholds
+from recovery.rule_calibration import (
+    CalibrationConfig, RuleConfigError, calibrate, rule_config_for, rule_statistics, thresholds,
+)
 from recovery.selectors import DecisionContext, RuleConfig, RuleSelector
 from recovery.supervisor import SupervisorConfig
 
@@ -67,5 +71,10 @@ def test_a_missing_or_foreign_thresholds_file_is_refused(tmp_path):
         rule_config_for("libero_object", "embedded", tmp_path / "missing.json")
     foreign = tmp_path / "foreign.json"
     foreign.write_text('{"quality_min": 0.3}')
-    with pytest.raises(ValueError, match="not a `recovery calibrate-rule` file"):
+    with pytest.raises(RuleConfigError, match="not a `recovery calibrate-rule` file"):
         make_selector(RecoveryOptions(selector="rule", rule_config=foreign), "libero_object", "embedded")
+    with pytest.raises(RuleConfigError, match="between 0 and 1"):
+        CalibrationConfig(suite="libero_object", false_alarm=10)
+    failed = subprocess.run([sys.executable, "-m", "recovery", "eval", "--suite", "libero_object", "--policy", "zero",
+                             "--selector", "rule", "--rule-config", str(foreign)], capture_output=True, text=True)
+    assert failed.returncode == 2 and "not a `recovery calibrate-rule` file" in failed.stderr  # before any episode
