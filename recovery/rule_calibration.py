@@ -69,12 +69,16 @@ def rule_statistics(quality: np.ndarray, rule: RuleConfig, decision_every: int, 
     return lowest, largest_drop
 
 
-def thresholds(successes: list[np.ndarray], config: CalibrationConfig, decision_every: int) -> RuleConfig:
-    """quality_min below all but ``false_alarm / 2`` of the episodes' lowest quality; quality_drop above
-    all but ``false_alarm / 2`` of their largest drop."""
-    if not successes:
+def fires(rule: RuleConfig, lowest, drop):
+    """Whether the rule triggers on these statistics (floats or arrays of them)."""
+    return (np.asarray(lowest) < rule.quality_min) | (np.asarray(drop) >= rule.quality_drop)
+
+
+def thresholds(lowest: np.ndarray, drop: np.ndarray, config: CalibrationConfig) -> RuleConfig:
+    """From the successes' ``rule_statistics``: quality_min below all but ``false_alarm / 2`` of their
+    lowest quality; quality_drop above all but ``false_alarm / 2`` of their largest drop."""
+    if len(lowest) == 0:
         raise ValueError(f"no successful episode of {config.policy} on {config.suite}: nothing to calibrate on")
-    lowest, drop = np.array([rule_statistics(q, config.base, decision_every) for q in successes]).T
     share = config.false_alarm / 2  # episodes too short to be judged (inf) cannot fire: left out
     return replace(config.base, quality_min=round(float(np.quantile(lowest[np.isfinite(lowest)], share)), 4),
                    quality_drop=round(float(np.quantile(drop[np.isfinite(drop)], 1 - share)), 4))
@@ -84,11 +88,12 @@ def calibrate(config: CalibrationConfig) -> tuple[RuleConfig, dict]:
     every = SupervisorConfig().decision_every
     nominal = _rollouts(config, "none")
     successes = [np.array(r["recovery"]["trace"]["quality"]) for r in nominal if r["success"]]
-    rule = thresholds(successes, config, every)
-    lowest, drop = np.array([rule_statistics(q, rule, every) for q in successes]).T
+    # the statistics depend on the rule's cooldown and drop window only, which calibration keeps
+    lowest, drop = np.array([rule_statistics(q, config.base, every) for q in successes]).reshape(-1, 2).T
+    rule = thresholds(lowest, drop, config)
     report = {"suite": config.suite, "policy": config.policy, "seed": config.seed, "episodes": len(nominal),
               "successes": len(successes), "false_alarm_target": config.false_alarm,
-              "fires_on_successes": int(np.sum((lowest < rule.quality_min) | (drop >= rule.quality_drop))),
+              "fires_on_successes": int(np.sum(fires(rule, lowest, drop))),
               "largest_drop_of_successes_median": round(float(np.median(drop[np.isfinite(drop)])), 4),
               "rule": asdict(rule)}
     if config.disturbance != "none":
@@ -123,7 +128,7 @@ def _detection(disturbed: list[dict], rule: RuleConfig, config: CalibrationConfi
         onset = record["disturbance_info"]["fired_at"]
         quality = np.array(record["recovery"]["trace"]["quality"])
         lowest, drop = rule_statistics(quality, rule, every, onset, onset + config.detect_within)
-        caught += bool(lowest < rule.quality_min or drop >= rule.quality_drop)
+        caught += bool(fires(rule, lowest, drop))
         drops += [drop] if np.isfinite(drop) else []
     return {"disturbance": config.disturbance, "episodes": len(fired), "within_steps": config.detect_within,
             "caught": caught, "drop_after_onset_median": round(float(np.median(drops)), 4) if drops else None}

@@ -43,7 +43,8 @@ def test_calibrated_rule_is_quiet_on_successes_and_still_catches_a_sharp_drop():
     successes = _weak_policy_successes(60)
     assert sum(_fires(RuleConfig(), q) for q in successes) == 60  # the defaults fire on every one
     config = CalibrationConfig(suite="any", false_alarm=0.1)
-    rule = thresholds(successes, config, EVERY)
+    lowest, drop = np.array([rule_statistics(q, config.base, EVERY) for q in successes]).T
+    rule = thresholds(lowest, drop, config)
     assert sum(_fires(rule, q) for q in successes) <= 6
     dropped = successes[0].copy()
     dropped[80:] -= 0.4  # a burst knocks the arm off its course
