@@ -17,6 +17,7 @@ from pathlib import Path
 
 from recovery.learning.env import SelectorEnvConfig
 from recovery.learning.train import PPOConfig, TrainSelectorConfig, train_selector
+from recovery.learning.warm_start import WarmStartConfig
 
 OUT = Path(__file__).parent / "results" / "selector_throughput.json"
 
@@ -33,6 +34,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args()
     base = TrainSelectorConfig(env=SelectorEnvConfig(suite="libero_object"), ppo=PPOConfig(n_steps=128),
+                               warm_start=WarmStartConfig(decisions=0),  # PPO's own loop is what is timed
                                decisions=args.decisions, eval_every=0, device="cpu", progress=False)
     runs: dict[int, list[dict]] = {1: [], 2: []}
     for _ in range(args.repeats):

@@ -119,10 +119,12 @@ def _add_recovery_args(parser: argparse.ArgumentParser, selector_default: str | 
     rec = parser.add_argument_group("recovery" + ("" if selector_default else " (the supervisor; off unless "
                                                                             "--selector is given)"))
     if choose_selector:
-        rec.add_argument("--selector", choices=["none", "rule", "ppo"], default=selector_default,
+        rec.add_argument("--selector", choices=["none", "rule", "ppo", "oracle"], default=selector_default,
                          help="mode selector; 'none' = supervisor that never intervenes (the baseline with "
                          "identical bookkeeping); 'rule' = thresholds on quality and value risk; 'ppo' = a selector "
-                         "trained with `recovery train-selector` (see --selector-path)")
+                         "trained with `recovery train-selector` (see --selector-path); 'oracle' = rolls back once "
+                         "right after the disturbance, which it is told of (a simulation-only upper bound on "
+                         "detection)")
         rec.add_argument("--selector-path", type=Path, metavar="FILE",
                          help="the ppo selector's checkpoint (default: the shipped one of the suite)")
         rec.add_argument("--rule-config", type=Path, metavar="FILE",
@@ -224,6 +226,7 @@ def _cmd_train_selector(args: argparse.Namespace) -> int:
     from recovery.learning.env import SelectorEnvConfig
     from recovery.learning.observation import ObservationLayout
     from recovery.learning.train import PPOConfig, TrainSelectorConfig, train_selector
+    from recovery.learning.warm_start import WarmStartConfig
     from recovery.supervisor import SupervisorConfig
 
     env = SelectorEnvConfig(suite=args.suite, tasks=tuple(args.tasks), policy=args.policy,
@@ -233,7 +236,8 @@ def _cmd_train_selector(args: argparse.Namespace) -> int:
                             supervisor=SupervisorConfig(max_rollbacks=args.max_rollbacks),
                             observation=ObservationLayout(max_rollbacks=args.max_rollbacks))
     config = TrainSelectorConfig(
-        env=env, ppo=PPOConfig(n_steps=args.n_steps), decisions=args.decisions, envs=args.envs, seed=args.seed,
+        env=env, ppo=PPOConfig(n_steps=args.n_steps), warm_start=WarmStartConfig(decisions=args.warm_start),
+        decisions=args.decisions, envs=args.envs, seed=args.seed,
         out=args.out or Path("selectors") / args.suite, checkpoint_every=args.checkpoint_every,
         eval_every=args.eval_every, eval_episodes=args.eval_episodes, device=args.device, ray_address=args.ray,
         progress=not args.no_progress,
@@ -431,12 +435,16 @@ def build_parser() -> argparse.ArgumentParser:
         "over parallel selector environments. One environment step is one decision every 5 control steps; "
         "reward +1 success, -1 failure, -0.02 per decision, -0.1 / -0.3 / -0.5 per retry / repair / reset. "
         "Episodes draw a task, a sampled layout (never an evaluation init state) and, on a share of them, the "
-        "disturbance. Rerunning the same command resumes from OUT/checkpoint.zip.",
+        "disturbance. PPO starts from a clone of the rule selector (--warm-start). Rerunning the same command "
+        "resumes from OUT/checkpoint.zip.",
     )
     ts.add_argument("--suite", required=True)
     ts.add_argument("--tasks", nargs="*", default=[], help="task indices or names (default: all)")
     _add_policy_args(ts, "embedded")
     ts.add_argument("--decisions", type=int, default=20_000, help="total decisions over all environments")
+    ts.add_argument("--warm-start", type=int, default=2_000, metavar="DECISIONS",
+                    help="decisions of the rule selector (the suite's thresholds) cloned into the actor before PPO "
+                    "starts (default 2000; 0: start from a random actor)")
     ts.add_argument("--envs", type=int, default=2, help="parallel environments (processes or Ray actors; default 2)")
     ts.add_argument("--n-steps", type=int, default=256, help="decisions per environment between PPO updates")
     ts.add_argument("--max-steps", type=int, help="override the suite's step budget per episode")
@@ -504,6 +512,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     from critics.references import MissingReferencesError
+    from recovery.evaluation.results import ResultsMismatchError
     from recovery.evaluation.runner import TooManyEpisodesError
     from recovery.learning.selector import SelectorCheckpointError
     from recovery.learning.run_dir import ResumeMismatchError
@@ -518,7 +527,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except (UnknownTaskError, TooManyEpisodesError, PolicyConfigError, MissingReferencesError,
             UnknownDisturbanceError, UnknownSelectorError, FileNotFoundError, SelectorCheckpointError,
-            ResumeMismatchError, RayUnavailableError, RuleConfigError) as exc:
+            ResumeMismatchError, ResultsMismatchError, RayUnavailableError, RuleConfigError) as exc:
         print(f"recovery {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -7,7 +7,7 @@ through the same ``Selector`` interface, reading the same ``DecisionContext``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -39,6 +39,10 @@ class Selector(Protocol):
 
     def decide(self, ctx: DecisionContext) -> Mode: ...
 
+    def settings(self) -> dict:
+        """What makes two runs of this selector the same experiment (stored with each result)."""
+        ...
+
 
 class NoneSelector:
     """Never intervenes: the base policy alone, with the same bookkeeping."""
@@ -50,6 +54,9 @@ class NoneSelector:
 
     def decide(self, ctx: DecisionContext) -> Mode:
         return Mode.EXECUTE
+
+    def settings(self) -> dict:
+        return {}
 
 
 @dataclass(frozen=True)
@@ -77,6 +84,9 @@ class RuleSelector:
 
     def reset(self) -> None:
         pass
+
+    def settings(self) -> dict:
+        return asdict(self.config)
 
     def decide(self, ctx: DecisionContext) -> Mode:
         cfg = self.config

@@ -70,6 +70,14 @@ class DisturbedBackend(RobotBackend):
         return {"name": self.config.name, "onset": self.onset, "fired_at": self._fired_at,
                 "duration": self.config.duration, "magnitude": self.config.magnitude}
 
+    @property
+    def steps_since_disturbance(self) -> int | None:
+        """Policy steps since the disturbance ended, None before it did: what a perfect detector
+        would know (sim/oracle.py)."""
+        if self._fired_at is None or self._t < self._fired_at + self.config.duration:
+            return None
+        return self._t - (self._fired_at + self.config.duration)
+
     # --- RobotBackend ----------------------------------------------------------------------------
     def observe(self) -> Observation:
         return self._obs

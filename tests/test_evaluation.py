@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import cv2
@@ -14,6 +15,7 @@ import pytest
 
 from recovery.evaluation.results import EpisodeSpec, ResultsFile
 from recovery.evaluation.runner import EvalConfig, evaluate
+from recovery.selectors import RuleConfig
 
 RECOVERY = [sys.executable, "-m", "recovery"]
 REPO = Path(__file__).resolve().parents[1]
@@ -86,6 +88,22 @@ def test_resume_after_interrupt_runs_only_missing_episodes(tmp_path):
     assert "libero_object (all)" in done.stdout
 
 
+def test_resuming_with_other_rule_thresholds_is_refused_and_keeps_the_file(tmp_path):
+    from recovery.evaluation.assembly import RecoveryOptions
+    from recovery.evaluation.results import ResultsMismatchError
+
+    rule_file = tmp_path / "rule.json"
+    rule_file.write_text(json.dumps({"rule": {**asdict(RuleConfig()), "quality_min": 0.3}}))
+    first = _eval(tmp_path, episodes=1, recovery=RecoveryOptions(selector="rule"))
+    assert first[0]["selector_settings"] == json.loads(json.dumps(asdict(RuleConfig())))
+    before = (tmp_path / "r.jsonl").read_text()
+    with pytest.raises(ResultsMismatchError, match=r"1 rule episodes run with other settings \(quality_min differ"):
+        _eval(tmp_path, episodes=2, recovery=RecoveryOptions(selector="rule", rule_config=rule_file))
+    assert (tmp_path / "r.jsonl").read_text() == before
+    assert len(_eval(tmp_path, episodes=2, recovery=RecoveryOptions(selector="rule"))) == 2  # same settings resume
+    assert len(_eval(tmp_path, episodes=1)) == 1  # the policy alone has its own settings in the same file
+
+
 def test_torn_last_line_is_skipped_and_repaired(tmp_path):
     store = ResultsFile(tmp_path / "r.jsonl")
     record = {**EpisodeSpec("libero_object", 0, 0, 7, "zero").__dict__, "success": True}
@@ -102,6 +120,7 @@ def test_torn_last_line_is_skipped_and_repaired(tmp_path):
     (["--suite", "libero_objects"], "did you mean 'libero_object'"),
     (["--suite", "libero_object", "--tasks", "pick_up_the_moon"], "valid tasks"),
     (["--suite", "libero_object", "--tasks", "0", "--episodes", "51"], "has 50 init states"),
+    (["--suite", "libero_object", "--selector", "oracle"], "it needs --disturbance"),
 ])
 def test_bad_input_gets_a_clear_error(tmp_path, args, message):
     result = subprocess.run([*RECOVERY, "eval", *args, "--out", str(tmp_path / "x.jsonl")], cwd=REPO,

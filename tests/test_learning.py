@@ -10,11 +10,12 @@ import sys
 import time
 from dataclasses import replace
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from recovery.evaluation.assembly import RecoveryOptions
+from recovery.evaluation.assembly import RecoveryOptions, critic_path
 from recovery.evaluation.runner import EvalConfig, evaluate
 from recovery.learning.env import SelectorEnv, SelectorEnvConfig
 from recovery.learning.observation import LEARNED_MODES, ObservationLayout
@@ -24,12 +25,15 @@ from recovery.learning.selector import (
     selector_meta,
 )
 from recovery.learning.train import PPOConfig, TrainSelectorConfig, train_selector
+from recovery.learning.warm_start import TeacherDecisions, WarmStartConfig, clone
 from recovery.modes import Mode
 from recovery.ray_cluster import RayUnavailableError
 from recovery.selectors import DecisionContext
 
 ENV = SelectorEnvConfig(suite="libero_object", tasks=(0,), max_steps=60)
 SMALL_PPO = PPOConfig(n_steps=32, batch_size=32, n_epochs=2)
+NO_WARM_START = WarmStartConfig(decisions=0)
+CRITIC = critic_path(RecoveryOptions(), "libero_object")  # the shipped one, which ENV's selector reads
 
 
 def _context(steps: int, quality_steps: int) -> DecisionContext:
@@ -69,18 +73,55 @@ def test_env_passes_the_gymnasium_checker_and_pays_the_source_rewards():
 
 def test_ppo_trains_on_real_libero_and_the_selector_reloads(tmp_path):
     out = tmp_path / "run"
-    config = TrainSelectorConfig(env=ENV, ppo=SMALL_PPO, decisions=128, envs=1, out=out, checkpoint_every=64,
-                                 eval_every=64, eval_episodes=1, device="cpu", progress=False)
+    config = TrainSelectorConfig(env=ENV, ppo=SMALL_PPO, warm_start=WarmStartConfig(decisions=40, epochs=5),
+                                 decisions=128, envs=1, out=out, checkpoint_every=64, eval_every=64,
+                                 eval_episodes=1, device="cpu", progress=False)
     final = train_selector(config)
+    warm = json.loads((out / "warm_start.json").read_text())  # 60 steps = 12 decisions an episode: 4 episodes
+    assert warm["teacher_decisions"] >= 40 and warm["teacher_episodes"] == len(TeacherDecisions.load(
+        out / "warm_start.npz").successes) >= 4 and 0 <= warm["held_out"]["agreement"] <= 1
     throughput = json.loads((out / "throughput.json").read_text())
     assert throughput["decisions"] == 128 and 0 < throughput["update_share"] < throughput["simulation_share"] < 1
     curve = (out / "curve.csv").read_text().splitlines()
     assert curve[0].startswith("decisions,") and [int(line.split(",")[0]) for line in curve[1:]] == [32, 64, 96, 128]
     assert (out / "learning_curve.png").stat().st_size > 0 and (out / "evaluations.npz").exists()
     assert any((out / "tb").rglob("events.out.tfevents.*"))
-    selector = PPOSelector(final)
+    selector = PPOSelector(final, CRITIC)
     assert selector.model.num_timesteps == 128
     assert selector.decide(_context(steps=20, quality_steps=20)) in LEARNED_MODES
+
+
+def test_the_warm_start_clones_the_rule_selector_onto_unseen_decisions():
+    """Constructed decision points: quality traces with and without a drop, varying budgets and
+    cooldowns, labelled by the real rule; the clone must reproduce it on held-out episodes."""
+    from stable_baselines3.common.policies import ActorCriticPolicy
+
+    from recovery.selectors import RuleSelector
+
+    rng, layout, rule = np.random.default_rng(0), ObservationLayout(), RuleSelector()
+    observations, actions = [], []
+    for _ in range(3000):
+        quality = np.clip(rng.uniform(.45, 1.) + np.cumsum(rng.normal(0, .01, 20)), 0, 1)
+        if rng.random() < .4:
+            quality[rng.integers(5, 20):] -= rng.uniform(.05, .4)
+        ctx = DecisionContext(step=100, quality=float(quality[-1]), value=.5, risk=.1, flags={},
+                              rollbacks_left=int(rng.integers(0, 4)), steps_since_rollback=int(rng.integers(0, 100)),
+                              last_rollback_mode=None, history={"quality": quality, "state": np.zeros((20, 8)),
+                                                                "action": np.zeros((20, 7))})
+        observations.append(layout.encode(ctx))
+        actions.append(LEARNED_MODES.index(rule.decide(ctx)))
+    actions = np.array(actions)
+    data = TeacherDecisions(observations=np.array(observations), actions=actions,
+                            returns=np.where(actions == 0, .5, -.5).astype(np.float32),
+                            episode=np.arange(len(actions)) // 10, successes=np.ones(300, dtype=bool))
+    spaces = (gym.spaces.Box(-np.inf, np.inf, (layout.size,), np.float32), gym.spaces.Discrete(len(LEARNED_MODES)))
+    policy = ActorCriticPolicy(*spaces, lr_schedule=lambda _: 1e-4, net_arch=[128, 128])
+    report = clone(policy, data, WarmStartConfig())
+    held = report["held_out"]
+    assert held["decisions"] == 600 and held["teacher_interventions"] > 60  # the rule fires on a fair share
+    assert held["agreement"] > .9 and held["caught"] > .85, report
+    untrained = ActorCriticPolicy(*spaces, lr_schedule=lambda _: 1e-4, net_arch=[128, 128])
+    assert clone(untrained, data, WarmStartConfig(epochs=0))["held_out"]["agreement"] < held["agreement"]
 
 
 def test_checkpoint_of_another_layout_or_no_selector_is_refused(tmp_path):
@@ -89,25 +130,33 @@ def test_checkpoint_of_another_layout_or_no_selector_is_refused(tmp_path):
     env = SelectorEnv(ENV)
     try:
         model = PPO("MlpPolicy", env, n_steps=32, batch_size=32, device="cpu")
-        model.selector_meta = selector_meta(ObservationLayout(history=10))
+        model.selector_meta = selector_meta(ObservationLayout(history=10), CRITIC)
         model.save(tmp_path / "other.zip")
+        model.selector_meta = selector_meta(ObservationLayout(), CRITIC)
+        model.save(tmp_path / "ours.zip")
         del model.selector_meta
         model.save(tmp_path / "plain.zip")
     finally:
         env.close()
     with pytest.raises(SelectorCheckpointError, match=r"'history': 10.*'history': 20"):
-        PPOSelector(tmp_path / "other.zip")
+        PPOSelector(tmp_path / "other.zip", CRITIC)
     with pytest.raises(SelectorCheckpointError, match="not a selector checkpoint"):
-        PPOSelector(tmp_path / "plain.zip")
+        PPOSelector(tmp_path / "plain.zip", CRITIC)
     with pytest.raises(FileNotFoundError, match="train-selector"):
-        PPOSelector(tmp_path / "missing.zip")
+        PPOSelector(tmp_path / "missing.zip", CRITIC)
+    assert PPOSelector(tmp_path / "ours.zip", CRITIC).path == tmp_path / "ours.zip"
+    another_critic = tmp_path / "retrained.pt"  # same kind of file, other weights: another digest
+    another_critic.write_bytes(CRITIC.read_bytes() + b"\0")
+    with pytest.raises(SelectorCheckpointError, match=rf"digest {selector_meta(ObservationLayout(), CRITIC)['critic']}.*"
+                       rf"retrained.pt \(digest {selector_meta(ObservationLayout(), another_critic)['critic']}"):
+        PPOSelector(tmp_path / "ours.zip", another_critic)
 
 
 def test_interrupted_training_resumes_from_its_checkpoint(tmp_path):
     out = tmp_path / "run"
     command = [sys.executable, "-m", "recovery", "train-selector", "--suite", "libero_object", "--tasks", "0",
                "--max-steps", "60", "--decisions", "256", "--envs", "1", "--n-steps", "32", "--checkpoint-every",
-               "32", "--eval-every", "0", "--device", "cpu", "--out", str(out), "--no-progress"]
+               "32", "--eval-every", "0", "--warm-start", "0", "--device", "cpu", "--out", str(out), "--no-progress"]
     first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 240
     while not (out / "checkpoint.zip").exists() and time.time() < deadline and first.poll() is None:
@@ -121,7 +170,7 @@ def test_interrupted_training_resumes_from_its_checkpoint(tmp_path):
     assert 32 <= saved < 256
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    final = PPOSelector(out / "selector.zip").model.num_timesteps
+    final = PPOSelector(out / "selector.zip", CRITIC).model.num_timesteps
     assert 256 <= final < 256 + 32  # Ctrl-C stops between two decisions: the resumed run ends on a rollout
     decisions = [int(line.split(",")[0]) for line in (out / "curve.csv").read_text().splitlines()[1:]]
     assert decisions == sorted(set(decisions)) and decisions[-1] == final  # no row twice after the resume
@@ -138,6 +187,7 @@ def test_unreachable_ray_address_fails_before_anything_runs(tmp_path):
         evaluate(config)
     assert not out.exists()
     training = TrainSelectorConfig(env=ENV, out=tmp_path / "run", ray_address="127.0.0.1:9", progress=False)
+    # (the warm start is on by default: the address fails before it collects anything)
     with pytest.raises(RayUnavailableError, match="cannot be reached"):
         train_selector(training)
     assert not training.out.exists()
@@ -162,15 +212,16 @@ def test_evaluation_sharded_over_local_ray_matches_in_process(tmp_path, local_ra
 
 
 def test_training_collects_with_ray_actors(tmp_path, local_ray):
-    config = TrainSelectorConfig(env=ENV, ppo=SMALL_PPO, decisions=64, envs=2, out=tmp_path / "run",
-                                 eval_every=0, device="cpu", ray_address="auto", progress=False)
-    assert PPOSelector(train_selector(config)).model.num_timesteps == 64
+    config = TrainSelectorConfig(env=ENV, ppo=SMALL_PPO, warm_start=NO_WARM_START, decisions=64, envs=2,
+                                 out=tmp_path / "run", eval_every=0, device="cpu", ray_address="auto", progress=False)
+    assert PPOSelector(train_selector(config), CRITIC).model.num_timesteps == 64
     assert json.loads((tmp_path / "run" / "throughput.json").read_text())["ray"] is True
 
 
-def test_the_shipped_selector_loads_for_libero_object():
+@pytest.mark.parametrize("suite", ["libero_object", "libero_spatial"])
+def test_the_shipped_selector_loads_with_its_suites_critic(suite):
     from recovery.learning.selector import shipped_selector
 
-    selector = PPOSelector(shipped_selector("libero_object"))
+    selector = PPOSelector(shipped_selector(suite), critic_path(RecoveryOptions(), suite))
     assert selector.model.num_timesteps >= 8000
     assert selector.decide(_context(steps=20, quality_steps=20)) in LEARNED_MODES

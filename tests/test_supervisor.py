@@ -119,3 +119,18 @@ def test_disturbances_are_reproducible_recorded_and_felt(object_backend, name):
     assert not np.array_equal(first, nominal[: len(first)])  # and something after it
     other = observed_states(disturbed, 4)
     assert disturbed.record() != record or not np.array_equal(other, first)
+
+
+def test_the_oracle_rolls_back_once_right_after_the_burst(object_backend):
+    from sim.oracle import DisturbanceOracle
+
+    disturbed = DisturbedBackend(object_backend, DisturbanceConfig(name="action_noise", onset_min=20, onset_max=40), 0)
+    oracle = DisturbanceOracle()
+    oracle.bind(disturbed)
+    outcome = run_episode(disturbed, _supervisor(disturbed, oracle), 0, 7, 120)
+    (decision,) = outcome.extras["trace"]["decisions"]  # the expert holds nothing before step 40
+    burst_end = disturbed.record()["fired_at"] + disturbed.config.duration
+    assert decision["mode"] == "RETRY" and burst_end <= decision["step"] < burst_end + 5  # the next decision
+    assert decision["target_step"] < decision["step"] and outcome.extras["rollbacks"] == 1
+    with pytest.raises(TypeError, match="DisturbedBackend"):
+        oracle.bind(object_backend)

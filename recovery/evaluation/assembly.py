@@ -51,11 +51,16 @@ def make_selector(options: RecoveryOptions, suite: str, policy: str):
     from recovery.selectors import SELECTORS, RuleSelector, UnknownSelectorError
 
     if options.selector == "ppo":
-        return PPOSelector(options.selector_path or shipped_selector(suite))
+        return PPOSelector(options.selector_path or shipped_selector(suite), critic_path(options, suite))
     if options.selector == "rule":
         return RuleSelector(rule_config_for(suite, policy, options.rule_config))
+    if options.selector == "oracle":
+        from sim.oracle import DisturbanceOracle
+
+        return DisturbanceOracle()
     if options.selector not in SELECTORS:
-        raise UnknownSelectorError(f"unknown selector {options.selector!r}; valid: {', '.join(SELECTORS)}, ppo")
+        raise UnknownSelectorError(f"unknown selector {options.selector!r}; valid: {', '.join(SELECTORS)}, ppo, "
+                                   "oracle")
     return SELECTORS[options.selector]()
 
 
@@ -72,6 +77,8 @@ def build_supervisor(backend: RobotBackend, broker, spec: EpisodeSpec, options: 
     task = resolve_task(spec.suite, spec.task)
     references = load_references(options.references, spec.suite, task.name)
     selector = selector or make_selector(options, spec.suite, spec.policy)
+    if hasattr(selector, "bind"):  # the simulation-only oracle reads the disturbance
+        selector.bind(backend)
     path = critic_path(options, spec.suite) if selector.reads_value or options.supervisor.keep_trace else None
     critic = ValueCritic.load(path) if path else None
     config = replace(options.supervisor, rollback=replace(options.supervisor.rollback, kind=options.rollback))

@@ -52,6 +52,10 @@ class EpisodeSpec:
         return f"{self.suite}_t{self.task:02d}_{layout}_s{self.seed}_{policy}{variant}"
 
 
+class ResultsMismatchError(ValueError):
+    """The results file holds episodes of the same plan run with other selector settings."""
+
+
 class ResultsFile:
     """Append-only JSONL. A torn last line (a run killed mid-write) is skipped with a warning
     and the episode simply runs again on resume."""
@@ -73,8 +77,20 @@ class ResultsFile:
                     log.warning("%s:%d is not a complete record (interrupted write?); skipped", self.path, lineno)
         return records
 
-    def done_keys(self) -> set[tuple]:
-        return {EpisodeSpec.key_of(r) for r in self.load()}
+    def done_keys(self, selector: str, settings: dict) -> set[tuple]:
+        """Keys of the episodes already run. A file whose ``selector`` episodes ran with other settings
+        (other thresholds, another checkpoint or critic) would mix two experiments: refused.
+        Records older than this check carry no settings and are taken as they are."""
+        records = self.load()
+        other = [r for r in records if r.get("selector") == selector
+                 and r.get("selector_settings", settings) != settings]
+        if other:
+            stored = other[0]["selector_settings"]
+            changed = sorted(k for k in set(stored) | set(settings) if stored.get(k) != settings.get(k))
+            raise ResultsMismatchError(
+                f"{self.path} holds {len(other)} {selector} episodes run with other settings ({', '.join(changed)} "
+                f"differ: {stored} there, {settings} now): use another --out, or the same settings to resume")
+        return {EpisodeSpec.key_of(r) for r in records}
 
     def append(self, record: dict) -> None:
         """Durable before returning: an interruption right after loses nothing."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import multiprocessing
 import signal
@@ -19,6 +20,7 @@ from recovery.evaluation.episode import run_episode
 from recovery.evaluation.results import SAMPLED_LAYOUT, EpisodeSpec, ResultsFile
 from recovery.evaluation.trajectory import TrajectoryRecorder
 from recovery.evaluation.video import VideoRecorder
+from recovery.selectors import UnknownSelectorError
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +61,9 @@ def plan_episodes(config: EvalConfig) -> list[EpisodeSpec]:
     policy_class(config.policy)  # an unknown policy fails here, not once per episode
     DisturbanceConfig(name=config.disturbance)  # and so does an unknown disturbance
     recovery = config.recovery
+    if recovery and recovery.selector == "oracle" and config.disturbance == "none":
+        raise UnknownSelectorError("the oracle selector is told when the disturbance ended: it needs --disturbance")
     variant = {"selector": recovery.selector, "rollback": recovery.rollback} if recovery else {}
-    if recovery:
-        make_selector(recovery, config.suite, config.policy)  # an unknown selector or a bad checkpoint fails before any episode
     specs = []
     for task in resolve_tasks(config.suite, list(config.tasks)):
         if recovery:
@@ -224,12 +226,15 @@ def evaluate(config: EvalConfig, on_record: Callable[[dict], None] | None = None
     from tqdm import tqdm
 
     specs = plan_episodes(config)
+    # an unknown selector or a bad checkpoint fails here, before any episode
+    selector = make_selector(config.recovery, config.suite, config.policy) if config.recovery else None
+    settings = json.loads(json.dumps(selector.settings())) if selector else {}  # as a record reads back
     if config.ray_address:
         from recovery.ray_cluster import connect
 
         connect(config.ray_address, num_cpus=config.workers)  # an unreachable cluster fails before anything runs
     store = ResultsFile(config.out)
-    done = store.done_keys()
+    done = store.done_keys(specs[0].selector if specs else "off", settings)
     todo = [s for s in specs if s.key() not in done]
     successes = finished = 0
     with tqdm(total=len(specs), initial=len(specs) - len(todo), disable=not config.progress,
@@ -238,7 +243,7 @@ def evaluate(config: EvalConfig, on_record: Callable[[dict], None] | None = None
             if on_record:
                 on_record(record)
             record.pop("trajectory", None)
-            store.append(record)
+            store.append({**record, "selector_settings": settings})
             successes, finished = successes + bool(record["success"]), finished + 1
             bar.update()
             bar.set_postfix(new_successes=f"{successes}/{finished}")

@@ -113,6 +113,10 @@ class SelectorEnv(gym.Env):
             info.update(self._episode, is_success=self._success, steps=self._steps, **supervisor.summary())
         return self._observation(), float(reward), done, False, info
 
+    def decision_context(self):
+        """The supervisor's view at the pending decision: what a teacher selector decides on."""
+        return self._supervisor.context()
+
     def close(self) -> None:
         if self._built is not None:
             _, backend, supervisor = self._built

@@ -1,11 +1,14 @@
 """A trained PPO policy as a ``Selector``, and the checkpoint checks that make loading safe.
 
-Checkpoints are stable-baselines3 zips that carry ``selector_meta``: the observation layout and
-the package version that wrote them. A checkpoint of another layout fails to load with both named.
+Checkpoints are stable-baselines3 zips that carry ``selector_meta``: the observation layout, the
+digest of the value critic whose value and risk the selector was trained on, and the package
+version that wrote them. A checkpoint of another layout or another critic fails to load with both
+named: a swapped critic silently changes what the selector sees.
 """
 
 from __future__ import annotations
 
+import hashlib
 from importlib import metadata
 from pathlib import Path
 
@@ -18,7 +21,7 @@ FORMAT = "agentic-recovery/ppo-selector"
 
 
 class SelectorCheckpointError(ValueError):
-    """Not a selector checkpoint, or one written for another observation layout."""
+    """Not a selector checkpoint, or one written for another observation layout or critic."""
 
 
 def package_version() -> str:
@@ -28,15 +31,25 @@ def package_version() -> str:
         return "unknown"
 
 
-def selector_meta(layout: ObservationLayout) -> dict:
+def file_digest(path: Path | None) -> str | None:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16] if path else None
+
+
+def selector_meta(layout: ObservationLayout, critic: Path | None) -> dict:
+    """``critic``: the value critic's checkpoint the selector reads (None: no critic, value and risk 0)."""
     return {"format": FORMAT, "layout": layout.describe(), "modes": [m.name for m in LEARNED_MODES],
-            "package_version": package_version()}
+            "critic": file_digest(critic), "package_version": package_version()}
 
 
-def check_meta(meta: dict | None, layout: ObservationLayout, path: Path) -> None:
+def check_meta(meta: dict | None, layout: ObservationLayout, path: Path, critic: Path | None) -> None:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise SelectorCheckpointError(f"{path} is not a selector checkpoint of `recovery train-selector`")
-    expected = selector_meta(layout)
+    expected = selector_meta(layout, critic)
+    if meta.get("critic") != expected["critic"]:
+        raise SelectorCheckpointError(
+            f"{path} was trained on the value critic with digest {meta.get('critic')}; this run reads {critic} "
+            f"(digest {expected['critic']}): pass the critic it was trained with (--critic), or retrain it with "
+            "`recovery train-selector`")
     for key in ("layout", "modes"):
         if meta.get(key) != expected[key]:
             raise SelectorCheckpointError(
@@ -54,7 +67,8 @@ class PPOSelector:
 
     reads_value = True
 
-    def __init__(self, path: Path, layout: ObservationLayout = ObservationLayout(), device: str = "cpu"):
+    def __init__(self, path: Path, critic: Path | None, layout: ObservationLayout = ObservationLayout(),
+                 device: str = "cpu"):
         from stable_baselines3 import PPO
 
         path = Path(path)
@@ -62,11 +76,14 @@ class PPOSelector:
             raise FileNotFoundError(f"selector checkpoint {path} does not exist; train one with "
                                     "`recovery train-selector`")
         self.model = PPO.load(path, device=device)
-        check_meta(getattr(self.model, "selector_meta", None), layout, path)
+        check_meta(getattr(self.model, "selector_meta", None), layout, path, critic)
         self.layout, self.path = layout, path
 
     def reset(self) -> None:
         pass
+
+    def settings(self) -> dict:
+        return {"checkpoint": file_digest(self.path), "critic": self.model.selector_meta["critic"]}
 
     def decide(self, ctx: DecisionContext) -> Mode:
         action, _ = self.model.predict(self.layout.encode(ctx), deterministic=True)

@@ -1,11 +1,13 @@
 """``recovery train-selector``: PPO (stable-baselines3) over parallel selector environments.
 
-A run lives in one directory: ``checkpoint.zip`` (written atomically every few thousand
-decisions; rerunning the same command resumes from it), ``selector.zip`` (the final model, what
-``recovery eval --selector ppo --selector-path`` reads), ``config.json``, TensorBoard logs under
-``tb/``, ``curve.csv`` and ``learning_curve.png`` (success and mode frequencies against decisions),
-``throughput.json`` (decisions per second, share of wall time in simulation vs the PPO update),
-and the evaluation callback's ``evaluations.npz`` / ``best/``.
+A run lives in one directory: ``warm_start.npz`` / ``warm_start.json`` (the rule selector's
+decisions the actor is cloned from before PPO starts, and how well the clone agrees with it),
+``checkpoint.zip`` (written atomically every few thousand decisions; rerunning the same command
+resumes from it), ``selector.zip`` (the final model, what ``recovery eval --selector ppo
+--selector-path`` reads), ``config.json``, TensorBoard logs under ``tb/``, ``curve.csv`` and
+``learning_curve.png`` (success and mode frequencies against decisions), ``throughput.json``
+(decisions per second, share of wall time in simulation vs the PPO update), and the evaluation
+callback's ``evaluations.npz`` / ``best/``.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from recovery.learning.run_dir import (
     truncate_curve,
 )
 from recovery.learning.selector import check_meta, selector_meta
+from recovery.learning.warm_start import WarmStartConfig, warm_start
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,7 @@ class PPOConfig:
 class TrainSelectorConfig:
     env: SelectorEnvConfig = field(default_factory=SelectorEnvConfig)
     ppo: PPOConfig = field(default_factory=PPOConfig)
+    warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
     decisions: int = 20_000  # total high-level decisions (PPO timesteps) over all environments
     envs: int = 2  # parallel environments (processes, or Ray actors with ray_address)
     seed: int = 0
@@ -192,6 +196,9 @@ def train_selector(config: TrainSelectorConfig) -> Path:
     """Train (or resume) and return the final selector's path."""
     import torch
 
+    from recovery.evaluation.assembly import RecoveryOptions, critic_path
+    from recovery.rule_calibration import rule_config_for
+    from recovery.selectors import RuleSelector
     from vla_wrappers.base import resolve_device
 
     torch.set_num_threads(1)
@@ -202,13 +209,15 @@ def train_selector(config: TrainSelectorConfig) -> Path:
     out = Path(config.out)
     resume_from = prepare_run(out, config.identity())
     layout = config.env.observation
+    critic = critic_path(RecoveryOptions(critic=config.env.critic), config.env.suite)
+    teacher = RuleSelector(rule_config_for(config.env.suite, config.env.policy))  # a bad thresholds file fails here
     device = resolve_device(config.device)
     venv = make_vec_env(config)
     eval_env = None
     try:
         if resume_from:
             model = PPO.load(resume_from, env=venv, device=device)
-            check_meta(getattr(model, "selector_meta", None), layout, resume_from)
+            check_meta(getattr(model, "selector_meta", None), layout, resume_from, critic)
             truncate_curve(out / "curve.csv", model.num_timesteps)
         else:
             p = config.ppo
@@ -216,7 +225,9 @@ def train_selector(config: TrainSelectorConfig) -> Path:
                         vf_coef=p.vf_coef, ent_coef=p.ent_coef, gae_lambda=p.gae_lambda, n_steps=p.n_steps,
                         batch_size=p.batch_size, n_epochs=p.n_epochs, seed=config.seed, device=device,
                         policy_kwargs={"net_arch": list(p.net_arch)}, tensorboard_log=str(out / "tb"))
-            model.selector_meta = selector_meta(layout)  # saved with every checkpoint
+            model.selector_meta = selector_meta(layout, critic)  # saved with every checkpoint
+            if config.warm_start.decisions:
+                warm_start(model, venv, teacher.decide, config.warm_start, out, config.seed)
         stop = threading.Event()
         callbacks = [RunRecorder(config, out, stop)]
         if config.eval_every:

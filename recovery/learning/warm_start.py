@@ -1,0 +1,150 @@
+"""Warm start: clone the rule selector into the PPO actor (and its value head) before PPO explores.
+
+From a random actor, PPO spends its first thousands of decisions intervening at random, and with a
+sparse end-of-episode reward it settled on "always EXECUTE" in the budgets a CPU machine affords.
+The rule already raises success under disturbance; starting from its clone, PPO improves on a
+working selector instead of rediscovering it. The teacher's decisions are collected in the same
+selector environments PPO trains in, so the clone sees exactly the observations PPO will.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from stable_baselines3.common.vec_env import VecEnv
+
+from recovery.learning.observation import LEARNED_MODES
+from recovery.selectors import DecisionContext
+
+
+@dataclass(frozen=True)
+class WarmStartConfig:
+    """The teacher is the rule selector with the thresholds evaluation uses for the suite and policy."""
+
+    decisions: int = 2_000  # teacher decisions collected over all environments; 0: no warm start
+    epochs: int = 200
+    batch_size: int = 256
+    learning_rate: float = 1e-3
+    held_out: float = 0.2  # share of episodes kept out of fitting, to report agreement with the teacher
+
+
+@dataclass
+class TeacherDecisions:
+    """Observations, the teacher's actions and discounted returns, grouped by episode."""
+
+    observations: np.ndarray
+    actions: np.ndarray
+    returns: np.ndarray
+    episode: np.ndarray  # index of the episode each decision belongs to
+    successes: np.ndarray  # one flag per episode
+
+    def save(self, path: Path) -> None:
+        tmp = path.with_name(path.stem + ".tmp.npz")
+        np.savez_compressed(tmp, **vars(self))
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> TeacherDecisions:
+        with np.load(path) as data:
+            return cls(**{key: data[key] for key in data.files})
+
+
+def collect(venv: VecEnv, teacher: Callable[[DecisionContext], object], decisions: int,
+            gamma: float) -> TeacherDecisions:
+    """Let ``teacher`` decide in every environment until ``decisions`` decisions of finished episodes
+    are in hand (an episode cut short by the count is dropped: its return is unknown)."""
+    obs = venv.reset()
+    running: list[list[tuple[np.ndarray, int, float]]] = [[] for _ in range(venv.num_envs)]
+    episodes: list[list[tuple[np.ndarray, int, float]]] = []
+    successes: list[bool] = []
+    finished = 0
+    while finished < decisions:
+        contexts = venv.env_method("decision_context")
+        actions = np.array([LEARNED_MODES.index(teacher(ctx)) for ctx in contexts])
+        next_obs, rewards, dones, infos = venv.step(actions)
+        for i in range(venv.num_envs):
+            running[i].append((obs[i], int(actions[i]), float(rewards[i])))
+            if dones[i]:
+                episodes.append(running[i])
+                successes.append(bool(infos[i].get("is_success")))
+                finished += len(running[i])
+                running[i] = []
+        obs = next_obs
+    rows = []
+    for index, episode in enumerate(episodes):
+        returns, ret = [], 0.0
+        for _, _, reward in reversed(episode):
+            ret = reward + gamma * ret
+            returns.append(ret)
+        rows += [(o, a, g, index) for (o, a, _), g in zip(episode, reversed(returns))]
+    return TeacherDecisions(
+        observations=np.stack([r[0] for r in rows]).astype(np.float32), actions=np.array([r[1] for r in rows]),
+        returns=np.array([r[2] for r in rows], dtype=np.float32), episode=np.array([r[3] for r in rows]),
+        successes=np.array(successes))
+
+
+def clone(policy, data: TeacherDecisions, config: WarmStartConfig, seed: int = 0) -> dict:
+    """Fit ``policy`` (an SB3 ActorCriticPolicy) to the teacher: cross-entropy on its actions, squared
+    error of the value head on the discounted returns. Returns the agreement on held-out episodes."""
+    import torch
+
+    rng = np.random.default_rng(seed)
+    episodes = np.unique(data.episode)
+    held = set(rng.choice(episodes, size=int(round(len(episodes) * config.held_out)), replace=False).tolist())
+    test = np.isin(data.episode, list(held))
+    train = ~test
+
+    def tensors(mask):
+        return (torch.as_tensor(data.observations[mask], device=policy.device),
+                torch.as_tensor(data.actions[mask], device=policy.device),
+                torch.as_tensor(data.returns[mask], device=policy.device))
+
+    obs, actions, returns = tensors(train)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
+    generator = torch.Generator().manual_seed(seed)
+    policy.set_training_mode(True)
+    for _ in range(config.epochs):
+        for batch in torch.randperm(len(obs), generator=generator).split(config.batch_size):
+            values, log_prob, _ = policy.evaluate_actions(obs[batch], actions[batch])
+            loss = -log_prob.mean() + torch.nn.functional.mse_loss(values.flatten(), returns[batch])
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+    policy.set_training_mode(False)
+    report = {"teacher_decisions": int(len(data.actions)), "teacher_episodes": int(len(episodes)),
+              "teacher_success_rate": float(data.successes.mean()),
+              "teacher_intervention_share": float((data.actions != 0).mean())}
+    for name, mask in (("train", train), ("held_out", test)):
+        report[name] = agreement(policy, *tensors(mask)[:2])
+    return report
+
+
+def agreement(policy, obs, actions) -> dict:
+    """How often the greedy clone picks the teacher's mode, overall and where the teacher intervened."""
+    import torch
+
+    with torch.no_grad():
+        predicted = policy.get_distribution(obs).mode()
+    intervened = actions != 0
+    return {"decisions": int(len(actions)), "agreement": float((predicted == actions).float().mean()),
+            "teacher_interventions": int(intervened.sum()),
+            "caught": float((predicted[intervened] != 0).float().mean()) if intervened.any() else None,
+            "false_interventions": int(((predicted != 0) & ~intervened).sum())}
+
+
+def warm_start(model, venv: VecEnv, teacher: Callable[[DecisionContext], object], config: WarmStartConfig,
+               out: Path, seed: int) -> dict:
+    """Collect (or reuse ``out/warm_start.npz`` of an interrupted run), clone, write the report."""
+    cached = out / "warm_start.npz"
+    if cached.exists():
+        data = TeacherDecisions.load(cached)
+    else:
+        data = collect(venv, teacher, config.decisions, model.gamma)
+        data.save(cached)
+    report = clone(model.policy, data, config, seed)
+    (out / "warm_start.json").write_text(json.dumps(report, indent=2) + "\n")
+    return report
