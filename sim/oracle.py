@@ -12,14 +12,15 @@ from __future__ import annotations
 
 from recovery.modes import Mode
 from recovery.selectors import DecisionContext
+from recovery.supervisor import SupervisorConfig
 from sim.disturbances import DisturbedBackend
 
 
 class DisturbanceOracle:
     reads_value = False
 
-    def __init__(self, window: int = 15) -> None:
-        self.window = window  # steps after the burst; the supervisor's RETRY horizon
+    def __init__(self, window: int = SupervisorConfig.retry_horizon) -> None:
+        self.window = window  # steps after the burst in which pre-burst states are still RETRY targets
         self.backend: DisturbedBackend | None = None
 
     def bind(self, backend: DisturbedBackend) -> None:

@@ -115,12 +115,11 @@ def clone(policy, data: TeacherDecisions, config: WarmStartConfig, seed: int = 0
             loss.backward()
             optimizer.step()
     policy.set_training_mode(False)
-    report = {"teacher_decisions": int(len(data.actions)), "teacher_episodes": int(len(episodes)),
-              "teacher_success_rate": float(data.successes.mean()),
-              "teacher_intervention_share": float((data.actions != 0).mean())}
-    for name, mask in (("train", train), ("held_out", test)):
-        report[name] = agreement(policy, *tensors(mask)[:2])
-    return report
+    held_obs, held_actions, _ = tensors(test)
+    return {"teacher_decisions": int(len(data.actions)), "teacher_episodes": int(len(episodes)),
+            "teacher_success_rate": float(data.successes.mean()),
+            "teacher_intervention_share": float((data.actions != 0).mean()),
+            "train": agreement(policy, obs, actions), "held_out": agreement(policy, held_obs, held_actions)}
 
 
 def agreement(policy, obs, actions) -> dict:
