@@ -54,6 +54,30 @@ class EefPose:
         return pos_err, float(np.arccos(np.clip(cos, -1.0, 1.0)))
 
 
+class PoseJointMemory:
+    """Joint configuration seen at each end-effector pose handed to the supervisor this episode.
+
+    The supervisor stores poses (EefPose) as rollback targets; a rollback in joint space needs a
+    joint goal. Remembering the measured joints that produced each pose is exact, needs no inverse
+    kinematics and restores the arm's posture (elbow, null space) of the nominal state too."""
+
+    def __init__(self) -> None:
+        self._joints: dict[bytes, np.ndarray] = {}
+
+    def reset(self) -> None:
+        self._joints.clear()
+
+    def remember(self, pose: EefPose, joints: np.ndarray) -> None:
+        self._joints[self._key(pose)] = np.array(joints, dtype=np.float64)
+
+    def lookup(self, pose: EefPose) -> np.ndarray | None:
+        return self._joints.get(self._key(pose))
+
+    @staticmethod
+    def _key(pose: EefPose) -> bytes:
+        return np.asarray(pose.pos, dtype=np.float64).tobytes() + np.asarray(pose.rot, dtype=np.float64).tobytes()
+
+
 @dataclass(frozen=True)
 class ContactInfo:
     """Contacts between the robot and the rest of the world (robot self-contacts excluded)."""

@@ -1,13 +1,14 @@
-"""``recovery calibrate-rule``: set the rule selector's quality thresholds for one suite and policy.
+"""``recovery calibrate-rule``: set the rule selector's thresholds for one suite and policy.
 
 Execution quality is relative: a weak base policy scores low even in episodes it wins, so
 thresholds that suit one suite fire on every episode of another. Calibration runs the policy
 under the never-intervening supervisor on sampled layouts (never the evaluation init states),
 and on its successful episodes picks the thresholds that would have fired on at most
-``false_alarm`` of them: half of that budget for low quality, half for a drop. The same layouts
-under a disturbance then measure what those thresholds catch: whether the rule would fire within
-``detect_within`` steps of the disturbance's onset, and how deep a drop the disturbance causes
-next to the largest drop of an undisturbed success.
+``false_alarm`` of them: a third of that budget each for low quality, a quality drop and a
+tracking error (critics.tracking). The same layouts under a disturbance then measure what those
+thresholds catch: whether the rule would fire within ``detect_within`` steps of the disturbance's
+onset, and how deep a drop the disturbance causes next to the largest drop of an undisturbed
+success.
 """
 
 from __future__ import annotations
@@ -69,31 +70,42 @@ def rule_statistics(quality: np.ndarray, rule: RuleConfig, decision_every: int, 
     return lowest, largest_drop
 
 
-def fires(rule: RuleConfig, lowest, drop):
+def largest_tracking(tracking: np.ndarray, rule: RuleConfig, start: int = 0, stop: int | None = None) -> float:
+    """The largest tracking error in [start, stop) past the cooldown: the rule's tracking trigger can
+    fire on an episode only if this reaches its threshold."""
+    window = np.asarray(tracking)[max(rule.cooldown, start): stop]
+    return float(np.max(window)) if len(window) else -np.inf
+
+
+def fires(rule: RuleConfig, lowest, drop, tracking):
     """Whether the rule triggers on these statistics (floats or arrays of them)."""
-    return (np.asarray(lowest) < rule.quality_min) | (np.asarray(drop) >= rule.quality_drop)
+    return ((np.asarray(lowest) < rule.quality_min) | (np.asarray(drop) >= rule.quality_drop)
+            | (np.asarray(tracking) >= rule.tracking_max))
 
 
-def thresholds(lowest: np.ndarray, drop: np.ndarray, config: CalibrationConfig) -> RuleConfig:
-    """From the successes' ``rule_statistics``: quality_min below all but ``false_alarm / 2`` of their
-    lowest quality; quality_drop above all but ``false_alarm / 2`` of their largest drop."""
+def thresholds(lowest: np.ndarray, drop: np.ndarray, tracking: np.ndarray, config: CalibrationConfig) -> RuleConfig:
+    """From the successes' ``rule_statistics`` and ``largest_tracking``: quality_min below all but
+    ``false_alarm / 3`` of their lowest quality; quality_drop and tracking_max above all but
+    ``false_alarm / 3`` of their largest drop and largest tracking error."""
     if len(lowest) == 0:
         raise ValueError(f"no successful episode of {config.policy} on {config.suite}: nothing to calibrate on")
-    share = config.false_alarm / 2  # episodes too short to be judged (inf) cannot fire: left out
+    share = config.false_alarm / 3  # episodes too short to be judged (inf) cannot fire: left out
     return replace(config.base, quality_min=round(float(np.quantile(lowest[np.isfinite(lowest)], share)), 4),
-                   quality_drop=round(float(np.quantile(drop[np.isfinite(drop)], 1 - share)), 4))
+                   quality_drop=round(float(np.quantile(drop[np.isfinite(drop)], 1 - share)), 4),
+                   tracking_max=round(float(np.quantile(tracking[np.isfinite(tracking)], 1 - share)), 4))
 
 
 def calibrate(config: CalibrationConfig) -> tuple[RuleConfig, dict]:
     every = SupervisorConfig().decision_every
     nominal = _rollouts(config, "none")
-    successes = [np.array(r["recovery"]["trace"]["quality"]) for r in nominal if r["success"]]
+    successes = [_traces(r) for r in nominal if r["success"]]
     # the statistics depend on the rule's cooldown and drop window only, which calibration keeps
-    lowest, drop = np.array([rule_statistics(q, config.base, every) for q in successes]).reshape(-1, 2).T
-    rule = thresholds(lowest, drop, config)
+    lowest, drop = np.array([rule_statistics(q, config.base, every) for q, _ in successes]).reshape(-1, 2).T
+    tracking = np.array([largest_tracking(t, config.base) for _, t in successes])
+    rule = thresholds(lowest, drop, tracking, config)
     report = {"suite": config.suite, "policy": config.policy, "seed": config.seed, "episodes": len(nominal),
               "successes": len(successes), "false_alarm_target": config.false_alarm,
-              "fires_on_successes": int(np.sum(fires(rule, lowest, drop))),
+              "fires_on_successes": int(np.sum(fires(rule, lowest, drop, tracking))),
               "largest_drop_of_successes_median": round(float(np.median(drop[np.isfinite(drop)])), 4),
               "rule": asdict(rule)}
     if config.disturbance != "none":
@@ -119,19 +131,32 @@ def _rollouts(config: CalibrationConfig, disturbance: str) -> list[dict]:
     return [r for r in records if r["error"] is None]
 
 
+def _traces(record: dict) -> tuple[np.ndarray, np.ndarray]:
+    """An episode's quality and tracking-error traces."""
+    trace = record["recovery"]["trace"]
+    if "tracking" not in trace:
+        raise RuleConfigError("the rollout store predates the tracking error; delete SUITE/rule_calibration.jsonl "
+                              "in the --data folder and calibrate again")
+    return np.array(trace["quality"]), np.array(trace["tracking"])
+
+
 def _detection(disturbed: list[dict], rule: RuleConfig, config: CalibrationConfig, every: int) -> dict:
     """Would the rule have fired within ``detect_within`` steps of each disturbance, and how deep a drop
     did the disturbance cause?"""
-    caught, drops = 0, []
+    caught, by_tracking, drops = 0, 0, []
     fired = [r for r in disturbed if r["disturbance_info"]["fired_at"] is not None]  # before the episode ended
     for record in fired:
         onset = record["disturbance_info"]["fired_at"]
-        quality = np.array(record["recovery"]["trace"]["quality"])
-        lowest, drop = rule_statistics(quality, rule, every, onset, onset + config.detect_within)
-        caught += bool(fires(rule, lowest, drop))
+        quality, tracking = _traces(record)
+        stop = onset + config.detect_within
+        lowest, drop = rule_statistics(quality, rule, every, onset, stop)
+        pushed = largest_tracking(tracking, rule, onset, stop)
+        caught += bool(fires(rule, lowest, drop, pushed))
+        by_tracking += bool(pushed >= rule.tracking_max)
         drops += [drop] if np.isfinite(drop) else []
     return {"disturbance": config.disturbance, "episodes": len(fired), "within_steps": config.detect_within,
-            "caught": caught, "drop_after_onset_median": round(float(np.median(drops)), 4) if drops else None}
+            "caught": caught, "caught_by_tracking": by_tracking,
+            "drop_after_onset_median": round(float(np.median(drops)), 4) if drops else None}
 
 
 def load_rule_config(path: Path) -> RuleConfig:

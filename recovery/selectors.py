@@ -69,14 +69,20 @@ class RuleConfig:
     # every successful episode too (critics/checkpoints/libero_object.report.json, AUROC 0.5)
     value_drop_rules: tuple[str, ...] = ()
     risk_max: float = float("inf")  # learned TVR risk above this triggers (off by default)
+    # a disturbance that has passed: the tracking error (critics.tracking, m) reached this within the drop
+    # window and has stayed below it for the last `tracking_settle` steps (off by default; calibrate-rule sets it).
+    # Rolling back while the arm is still being pushed would only be pushed off again.
+    tracking_max: float = float("inf")
+    tracking_settle: int = 2
     cooldown: int = 10  # steps after a rollback before the next one may trigger
     escalate_within: int = 40  # a second trigger this soon after a rollback becomes a REPAIR
 
 
 class RuleSelector:
-    """Intervene when execution quality is low or just dropped, or the value critic's history
-    says decline / abrupt drop. Early matters: RETRY goes back to the best state of the last
-    15 steps, which must still be a state from before the trouble."""
+    """Intervene when execution quality is low or just dropped, when a disturbance has just pushed
+    the arm off its commands, or when the value critic's history says decline / abrupt drop.
+    Early matters: RETRY goes back to the best state of the last 15 steps, which must still be a
+    state from before the trouble."""
 
     def __init__(self, config: RuleConfig = RuleConfig()):
         self.config = config
@@ -94,7 +100,10 @@ class RuleSelector:
             return Mode.EXECUTE
         recent = ctx.history.get("quality", np.array([]))[-cfg.drop_window:]
         dropped = len(recent) == cfg.drop_window and float(np.max(recent)) - ctx.quality >= cfg.quality_drop
-        triggered = (ctx.quality < cfg.quality_min or dropped
+        tracking = ctx.history.get("tracking", np.array([]))[-cfg.drop_window:]
+        pushed = (len(tracking) > cfg.tracking_settle and float(np.max(tracking)) >= cfg.tracking_max
+                  and float(np.max(tracking[-cfg.tracking_settle:])) < cfg.tracking_max)
+        triggered = (ctx.quality < cfg.quality_min or dropped or pushed
                      or ctx.risk > cfg.risk_max or any(ctx.flags.get(name, False) for name in cfg.value_drop_rules))
         if not triggered:
             return Mode.EXECUTE

@@ -15,7 +15,9 @@ import numpy as np
 from critics.quality import QualityMonitor
 from critics.references import reference_feature
 from critics.risk import RiskMonitor
+from critics.tracking import TrackingMonitor
 from recovery.backend import Observation, RobotBackend
+from recovery.grasp import GraspMonitor
 from recovery.memory import NominalMemory, NominalState
 from recovery.modes import Mode
 from recovery.rollback import RollbackConfig, roll_back
@@ -31,7 +33,8 @@ class SupervisorConfig:
     decision_every: int = 5  # k
     retry_horizon: int = 15  # RETRY: best quality within the last 15 steps
     repair_horizon: int = 30  # REPAIR: best contact-free state within the last 30 steps
-    contact_threshold: float = 5.0  # N; "contact-free" below it
+    contact_threshold: float = 5.0  # N; "contact-free" below it (and not holding anything)
+    grasp_latch: int = 5  # a closed gripper that touched something this many steps ago still holds it
     max_rollbacks: int = 3  # per-episode recovery budget
     history: int = 20  # steps of history in each DecisionContext (the learned selector's view)
     rollback: RollbackConfig = field(default_factory=RollbackConfig)
@@ -48,6 +51,8 @@ class Supervisor:
         self.quality, self.risk, self.config = quality, risk, config
         self._value_for_task = value_fn
         self.memory = NominalMemory(capacity=max(config.repair_horizon, config.retry_horizon) + 2)
+        self.grasp = GraspMonitor(config.grasp_latch)
+        self.tracking = TrackingMonitor()
 
     @property
     def inferences(self) -> int:
@@ -60,6 +65,8 @@ class Supervisor:
         if self.risk:
             self.risk.reset()
         self.memory.reset()
+        self.grasp.reset()
+        self.tracking.reset()
         self._value = self._value_for_task(instruction) if self._value_for_task else None
         self._step, self._progress, self._last_action, self._mode = 0, 0, None, Mode.EXECUTE
         self.applied_mode = Mode.EXECUTE  # the mode the last decision actually ran
@@ -67,8 +74,8 @@ class Supervisor:
         self.recovery_steps, self.rollbacks, self.failed_rollbacks = 0, 0, 0
         self._modes: Counter[str] = Counter()
         self._history: dict[str, deque] = {k: deque(maxlen=self.config.history)
-                                            for k in ("state", "action", "quality", "value", "risk")}
-        self._trace: dict[str, list] = {k: [] for k in ("quality", "value", "risk", "decisions")}
+                                            for k in ("state", "action", "quality", "value", "risk", "tracking")}
+        self._trace: dict[str, list] = {k: [] for k in ("quality", "value", "risk", "tracking", "decisions")}
 
     # --- the Agent contract --------------------------------------------------------------------
     def act(self, obs: Observation) -> np.ndarray:
@@ -111,15 +118,18 @@ class Supervisor:
         quality = self.quality.update(self._progress, obs["eef_pos"], reference_feature(obs["state"]), action)
         value = self._value(obs) if self._value else 1.0
         risk = self.risk.update(value) if self.risk else 0.0
-        contact_free = self.backend.contacts().is_free(self.config.contact_threshold)
+        tracking = self.tracking.update(obs["eef_pos"], action)
+        contacts = self.backend.contacts()
+        holding = self.grasp.update(action[6] > 0, contacts, self.config.contact_threshold)
+        contact_free = contacts.is_free(self.config.contact_threshold) and not holding
         snapshot = self.backend.snapshot() if self.config.rollback.kind == "snapshot" else None
         self.memory.add(NominalState(self._step, self.backend.eef_pose(), quality, value, contact_free, snapshot,
                                      self._progress))
         for key, item in (("state", obs["state"]), ("action", action), ("quality", quality), ("value", value),
-                          ("risk", risk)):
+                          ("risk", risk), ("tracking", tracking)):
             self._history[key].append(item)
         if self.config.keep_trace:
-            for key, item in (("quality", quality), ("value", value), ("risk", risk)):
+            for key, item in (("quality", quality), ("value", value), ("risk", risk), ("tracking", tracking)):
                 self._trace[key].append(round(float(item), 4))
 
     # --- deciding and recovering ---------------------------------------------------------------
@@ -137,7 +147,7 @@ class Supervisor:
         A rollback past the episode's budget, or one that would drop what the gripper holds, becomes
         EXECUTE: whatever the selector, learned or not, asked for."""
         if mode.is_rollback and (self.rollbacks >= self.config.max_rollbacks
-                                 or self.config.rollback.kind == "physical" and self._holding()):
+                                 or self.config.rollback.kind == "physical" and self.grasp.holding):
             mode = Mode.EXECUTE
         self.applied_mode = mode
         self._modes[mode.name] += 1
@@ -153,16 +163,14 @@ class Supervisor:
         self._progress = target.progress  # back where the task stood then: compare with the references there
         self.broker.flush()  # the in-flight chunk was planned for a state we left
         self.quality.reset()  # execution starts over from a nominal state; the jump is not the policy's motion
+        self.tracking.reset()
         self._history["quality"].clear()
+        self._history["tracking"].clear()
         self._mode = Mode.EXECUTE
         if self.config.keep_trace:
             self._trace["decisions"].append({"step": self._step, "mode": mode.name, "target_step": target.step,
                                              "reached": result.reached, "steps": result.steps})
         return self.backend.observe()
-
-    def _holding(self) -> bool:
-        """Gripper commanded closed and in contact: a physical rollback would drop what it holds."""
-        return self._last_action is not None and self._last_action[6] > 0 and not self.memory.latest.contact_free
 
     def _target(self, mode: Mode) -> NominalState | None:
         """RETRY: best quality of the last ``retry_horizon`` steps; REPAIR: best contact-free state

@@ -25,13 +25,14 @@ from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Bool, Float64
 
 from recovery.backend import (
-    GRIPPER_OPEN, ContactInfo, EefPose, MoveResult, Observation, RobotBackend, StepResult, validate_action,
+    GRIPPER_OPEN, ContactInfo, EefPose, MoveResult, Observation, PoseJointMemory, RobotBackend, StepResult,
+    validate_action,
 )
 from recovery.features import quat_xyzw_to_matrix
 from ros_nodes.config import ConfigError, RobotConfig
 from ros_nodes.convert import action_to_twist, image_to_rgb, standard_state
 from ros_nodes.messages import pose_arrays, to_sec, trajectory_msg
-from ros_nodes.state import ArmStateCache, JointMapper, JointNamesError, PoseJointMemory, StaleStateError
+from ros_nodes.state import ArmStateCache, JointMapper, JointNamesError, StaleStateError
 from ros_nodes.trajectory import TrajectoryLimitError, check_trajectory, plan_joint_move
 
 

@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from recovery.backend import EefPose
 
 
 class StaleStateError(RuntimeError):
@@ -88,27 +87,3 @@ class ArmStateCache:
             if age > max_age:
                 raise StaleStateError(f"{key} is {age:.3f} s old (allowed {max_age} s){why}")
         return {k: s.value for k, s in samples.items()}
-
-
-class PoseJointMemory:
-    """Joint configuration seen at each end-effector pose handed to the supervisor this episode.
-
-    The supervisor stores poses (EefPose) as rollback targets; rolling back on a real arm needs a
-    joint-space goal. Remembering the measured joints that produced each pose is exact, needs no
-    inverse kinematics and keeps the arm's posture (elbow, null space) of the nominal state."""
-
-    def __init__(self) -> None:
-        self._joints: dict[bytes, np.ndarray] = {}
-
-    def reset(self) -> None:
-        self._joints.clear()
-
-    def remember(self, pose: EefPose, joints: np.ndarray) -> None:
-        self._joints[self._key(pose)] = np.array(joints, dtype=np.float64)
-
-    def lookup(self, pose: EefPose) -> np.ndarray | None:
-        return self._joints.get(self._key(pose))
-
-    @staticmethod
-    def _key(pose: EefPose) -> bytes:
-        return np.asarray(pose.pos, dtype=np.float64).tobytes() + np.asarray(pose.rot, dtype=np.float64).tobytes()

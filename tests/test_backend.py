@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from recovery.backend import InvalidActionError
+from recovery.backend import EefPose, InvalidActionError
 from sim.libero_backend import InitStateError, LiberoBackend
 from sim.tasks import resolve_task
 
@@ -127,6 +127,23 @@ def test_physical_rollback_hands_back_open_fingers(object_backend):
     result = object_backend.move_to(target, max_steps=40, pos_tol=0.005, rot_tol=0.05)
     assert result.reached and result.steps > 1
     assert object_backend.observe()["state"][6] > 0.038  # fully open (0.04)
+
+
+def test_rollback_in_joint_space_pulls_a_stretched_arm_back(object_backend):
+    """Pushed 30 steps straight out, the arm is stretched against its elbow limit: the Cartesian
+    servo (for a pose never seen) cannot pull it back, the joints seen at the pose can."""
+    object_backend.reset(0, seed=7)
+    start = object_backend.eef_pose()  # seen: its joints are remembered
+    for _ in range(30):
+        object_backend.step(np.array([1.0, 0, 0, 0, 0, 0, -1.0]))
+    stretched = object_backend.snapshot()
+    unseen = EefPose(start.pos + 1e-12, start.rot)  # the same pose, to a nanometre, but never observed
+    assert not object_backend.move_to(unseen, max_steps=40, pos_tol=0.005, rot_tol=0.05).reached
+    object_backend.restore(stretched)
+    result = object_backend.move_to(start, max_steps=40, pos_tol=0.005, rot_tol=0.05)
+    assert result.reached and result.pos_error <= 0.005
+    after = object_backend.step(np.array([0, 0, 0.5, 0, 0, 0, -1.0])).observation  # OSC is back in charge
+    assert after["eef_pos"][2] > start.pos[2]
 
 
 def test_move_to_gives_up_within_budget(object_backend):

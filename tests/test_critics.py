@@ -8,6 +8,7 @@ import torch
 
 from critics.quality import GlobalQuality, LocalQuality, QualityConfig, QualityMonitor, ReferenceSet
 from critics.references import MissingReferencesError, load_references, save_references
+from critics.tracking import TrackingConfig, TrackingMonitor
 from critics.risk import RiskHead, RiskMonitor, fit_risk_head, history_features, rule_flags, tvr_targets
 from critics.training import auroc
 from critics.value import ValueCritic, ValueNet, discounted_outcome
@@ -156,3 +157,21 @@ def test_numpy_inference_matches_the_torch_nets():
     for v in np.linspace(0.9, 0.4, 12):
         monitor.update(v)
     assert monitor.risk == pytest.approx(float(risk[0]), abs=1e-6)
+
+
+def test_tracking_error_small_when_the_arm_follows_and_large_when_pushed():
+    config = TrackingConfig()
+    monitor = TrackingMonitor(config)
+    position, command = np.zeros(3), np.array([1.0, 0.0, 0.0, 0, 0, 0, -1.0])
+    errors = []
+    for step in range(20):
+        if step:  # the command fed `lag` steps ago moves the arm `gain` metres per unit
+            position = position + config.gain * command[:3]
+        if 10 <= step < 13:
+            position = position + np.array([0.0, 0.02, 0.0])  # shoved sideways, 2 cm a step
+        errors.append(monitor.update(position, command))
+    assert max(errors[:10]) < 1e-9  # following its commands exactly
+    assert max(errors[10:14]) > 0.05  # 6 cm off within the window
+    assert errors[-1] < 1e-9  # the window has moved past the push
+    monitor.reset()
+    assert monitor.value == 0.0 and monitor.update(np.ones(3), command) == 0.0  # no window yet

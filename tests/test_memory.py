@@ -1,6 +1,7 @@
 import numpy as np
 
-from recovery.backend import EefPose
+from recovery.backend import ContactInfo, EefPose
+from recovery.grasp import GraspMonitor
 from recovery.memory import EpisodicMemory, NominalMemory, NominalState
 
 
@@ -42,3 +43,21 @@ def test_episodic_memory_keeps_highest_value_per_progress_bin():
     assert bank.best(0.45).value == 0.9
     assert bank.best(0.95) is None
     assert bank.best(0.41, near=np.array([3.0, 0, 0])).value in (0.9, 0.7)
+
+
+def _contacts(force=0.0, touching=()):
+    return ContactInfo(force, frozenset(touching))
+
+
+def test_grasp_monitor_bridges_flickering_contacts_and_lets_go_of_a_slipped_object():
+    grasp = GraspMonitor(latch_steps=2)
+    assert not grasp.update(closed=False, contacts=_contacts(9.0, ["bowl"]), force_threshold=5.0)  # open: never
+    assert not grasp.update(True, _contacts(), 5.0)  # closing on nothing
+    assert grasp.update(True, _contacts(3.0, ["bowl"]), 5.0)  # light touch, under the force threshold
+    assert grasp.update(True, _contacts(), 5.0) and grasp.update(True, _contacts(), 5.0)  # contacts flicker
+    assert not grasp.update(True, _contacts(), 5.0)  # untouched for longer: it slipped out
+    assert grasp.update(True, _contacts(6.0), 5.0)  # a force sensor without contact names (a real arm)
+    assert not grasp.update(False, _contacts(6.0, ["bowl"]), 5.0)  # commanded open: let go
+    grasp.update(True, _contacts(1.0, ["bowl"]), 5.0)
+    grasp.reset()
+    assert not grasp.holding

@@ -14,6 +14,8 @@ def test_plot_writes_a_png(tmp_path):
              "decisions": [{"step": 2, "mode": "RETRY", "target_step": 0, "reached": True, "steps": 9}]}
     out = plot_episode(_record(trace), tmp_path / "trace.png")
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and out.stat().st_size > 10_000
+    with_tracking = plot_episode(_record({**trace, "tracking": [0.004, 0.05, 0.06, 0.005]}), tmp_path / "t.png")
+    assert with_tracking.stat().st_size > out.stat().st_size  # a second axis and its curve
 
 
 def test_plot_needs_a_trace(tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from recovery.backend import EefPose
+from recovery.backend import EefPose, PoseJointMemory
 from recovery.features import quat_xyzw_to_matrix
 from ros_nodes.config import (
     ConfigError, JointConfig, JointLimits, RobotConfig, SimArmConfig, SupervisorNodeConfig, from_params,
@@ -15,7 +15,7 @@ from ros_nodes.convert import (
     action_to_twist, image_to_rgb, quat_to_axis_angle, rgb_to_image_fields, standard_state, twist_to_action,
 )
 from ros_nodes.launch_spec import LaunchSpecError, read_launch_spec
-from ros_nodes.state import ArmStateCache, JointMapper, JointNamesError, PoseJointMemory, StaleStateError
+from ros_nodes.state import ArmStateCache, JointMapper, JointNamesError, StaleStateError
 from ros_nodes.trajectory import JointPath, TrajectoryLimitError, check_trajectory, plan_joint_move, sample
 
 LIMITS = JointLimits()

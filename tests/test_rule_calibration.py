@@ -12,7 +12,7 @@ import pytest
 from recovery.evaluation.assembly import RecoveryOptions, make_selector
 from recovery.modes import Mode
 from recovery.rule_calibration import (
-    CalibrationConfig, RuleConfigError, calibrate, rule_config_for, rule_statistics, thresholds,
+    CalibrationConfig, RuleConfigError, calibrate, largest_tracking, rule_config_for, rule_statistics, thresholds,
 )
 from recovery.selectors import DecisionContext, RuleConfig, RuleSelector
 from recovery.supervisor import SupervisorConfig
@@ -20,16 +20,24 @@ from recovery.supervisor import SupervisorConfig
 EVERY = SupervisorConfig().decision_every
 
 
-def _fires(rule: RuleConfig, quality: np.ndarray) -> bool:
+def _fires(rule: RuleConfig, quality: np.ndarray, tracking: np.ndarray | None = None) -> bool:
     """Replay the real RuleSelector over an episode without rollbacks, as the supervisor would call it."""
     selector = RuleSelector(rule)
+    tracking = np.zeros_like(quality) if tracking is None else tracking
     for step in range(EVERY, len(quality), EVERY):
+        first = max(0, step + 1 - SupervisorConfig().history)
         ctx = DecisionContext(step=step, quality=float(quality[step]), value=1.0, risk=0.0, flags={},
                               rollbacks_left=3, steps_since_rollback=step, last_rollback_mode=None,
-                              history={"quality": quality[max(0, step + 1 - SupervisorConfig().history): step + 1]})
+                              history={"quality": quality[first: step + 1], "tracking": tracking[first: step + 1]})
         if selector.decide(ctx) != Mode.EXECUTE:
             return True
     return False
+
+
+def _tracking_traces(n: int, seed: int = 0) -> list[np.ndarray]:
+    """Tracking errors of undisturbed runs: a few millimetres, with the odd contact up to ~2 cm."""
+    rng = np.random.default_rng(seed)
+    return [np.abs(rng.normal(0.005, 0.003, 150)) + 0.015 * (rng.random(150) < 0.02) for _ in range(n)]
 
 
 def _weak_policy_successes(n: int, seed: int = 0) -> list[np.ndarray]:
@@ -42,15 +50,41 @@ def _weak_policy_successes(n: int, seed: int = 0) -> list[np.ndarray]:
 def test_calibrated_rule_is_quiet_on_successes_and_still_catches_a_sharp_drop():
     successes = _weak_policy_successes(60)
     assert sum(_fires(RuleConfig(), q) for q in successes) == 60  # the defaults fire on every one
+    tracking = _tracking_traces(60)
     config = CalibrationConfig(suite="any", false_alarm=0.1)
     lowest, drop = np.array([rule_statistics(q, config.base, EVERY) for q in successes]).T
-    rule = thresholds(lowest, drop, config)
-    assert sum(_fires(rule, q) for q in successes) <= 6
+    rule = thresholds(lowest, drop, np.array([largest_tracking(t, config.base) for t in tracking]), config)
+    assert sum(_fires(rule, q, t) for q, t in zip(successes, tracking)) <= 6
     dropped = successes[0].copy()
     dropped[80:] -= 0.4  # a burst knocks the arm off its course
     assert _fires(rule, dropped)
     assert rule_statistics(dropped, rule, EVERY, 80, 105)[1] >= rule.quality_drop  # caught right after the onset
     assert rule_statistics(dropped, rule, EVERY, 0, 80)[1] < rule.quality_drop  # and not before it
+    pushed = tracking[1].copy()
+    pushed[62:67] = 0.06  # a burst shoves the arm 6 cm off its commands for five steps
+    assert _fires(rule, successes[1], pushed) and largest_tracking(pushed, rule, 60, 85) >= rule.tracking_max
+
+
+def test_the_tracking_trigger_waits_until_the_push_is_over():
+    rule = RuleConfig(quality_min=0.0, quality_drop=1.0, tracking_max=0.03)
+    tracking = np.full(40, 0.005)
+
+    def decide(trace):
+        ctx = DecisionContext(step=40, quality=0.9, value=1.0, risk=0.0, flags={}, rollbacks_left=3,
+                              steps_since_rollback=40, last_rollback_mode=None,
+                              history={"quality": np.full(20, 0.9), "tracking": trace[-20:]})
+        return RuleSelector(rule).decide(ctx)
+
+    assert decide(tracking) == Mode.EXECUTE
+    during = tracking.copy()
+    during[-3:] = 0.06  # still being pushed: a rollback now would be pushed off again
+    assert decide(during) == Mode.EXECUTE
+    after = tracking.copy()
+    after[-8:-3] = 0.06  # pushed, and calm for the last steps
+    assert decide(after) == Mode.RETRY
+    long_ago = tracking.copy()
+    long_ago[-25:-20] = 0.06  # out of the drop window: its pre-push states are gone from the RETRY window too
+    assert decide(long_ago) == Mode.EXECUTE
 
 
 def test_calibration_on_a_real_task_is_read_back_by_the_rule_selector(tmp_path):

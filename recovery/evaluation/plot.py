@@ -1,4 +1,4 @@
-"""One episode's quality / value / risk traces with the mode switches marked (a PNG)."""
+"""One episode's quality / value / risk / tracking-error traces with the mode switches marked (a PNG)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,10 @@ def plot_episode(record: dict, out: Path) -> Path:
     ax.plot(steps, trace["quality"], label="quality q")
     ax.plot(steps, trace["value"], label="value V")
     ax.plot(steps, trace["risk"], label="risk (TVR head)")
+    if "tracking" in trace:  # metres: on its own axis, in cm
+        cm = ax.twinx()
+        cm.plot(steps, [100 * e for e in trace["tracking"]], color="grey", linewidth=0.8)
+        cm.set_ylabel("tracking error (cm, grey)")
     disturbance = record.get("disturbance_info") or {}
     if disturbance.get("fired_at") is not None:
         start = disturbance["fired_at"]
