@@ -407,11 +407,12 @@ def build_parser() -> argparse.ArgumentParser:
     tc.add_argument("--no-progress", action="store_true")
     tc.set_defaults(func=_cmd_train_critic)
 
-    cr = sub.add_parser("calibrate-rule", help="set the rule selector's quality thresholds for a suite and policy",
+    cr = sub.add_parser("calibrate-rule", help="set the rule selector's thresholds for a suite and policy",
                         description="Run the policy with the never-intervening supervisor on sampled layouts (never "
-                        "the evaluation init states) and pick the quality thresholds that fire on at most "
-                        "FALSE_ALARM of its successful episodes. Execution quality is relative to the references: "
-                        "a weak policy scores low even when it succeeds, so every suite and policy needs its own.")
+                        "the evaluation init states) and pick the thresholds (low quality, quality drop, tracking "
+                        "error) that fire on at most FALSE_ALARM of its successful episodes, a third each. Execution "
+                        "quality is relative to the references: a weak policy scores low even when it succeeds, so "
+                        "every suite and policy needs its own.")
     cr.add_argument("--suite", required=True)
     cr.add_argument("--policy", default="embedded")
     cr.add_argument("--episodes", type=int, default=5, help="sampled layouts per task (default 5)")
