@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from critics.quality import ReferenceSet
+from recovery.files import written_atomically
 
 
 SHIPPED = Path(__file__).parent / "references"  # libero_object / libero_spatial, from the expert's demos
@@ -32,10 +33,8 @@ def reference_path(root: Path, suite: str, task_name: str) -> Path:
 
 
 def save_references(path: Path, trajectories: list[np.ndarray]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.stem + ".tmp.npz")
-    np.savez_compressed(tmp, **{f"ref_{i:03d}": t.astype(np.float32) for i, t in enumerate(trajectories)})
-    tmp.replace(path)
+    with written_atomically(path) as tmp:
+        np.savez_compressed(tmp, **{f"ref_{i:03d}": t.astype(np.float32) for i, t in enumerate(trajectories)})
 
 
 def load_references(root: Path, suite: str, task_name: str) -> ReferenceSet:

@@ -20,6 +20,7 @@ from critics.mlp import NumpyMLP
 from critics.risk import RiskHead
 from recovery.backend import Observation
 from recovery.features import FeatureLayout
+from recovery.files import written_atomically
 from vla_wrappers.base import PolicyConfigError
 
 CRITIC_FORMAT = "agentic-recovery/value-critic"
@@ -70,16 +71,13 @@ class ValueCritic:
         return lambda obs: float(self.values(self.layout.featurize_obs(obs, task_id)))
 
     def save(self, path: Path) -> None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        torch.save({"format": CRITIC_FORMAT, "version": CRITIC_VERSION,
-                    "object_names": list(self.layout.object_names), "instructions": list(self.layout.instructions),
-                    "hidden": self.net.body[0].out_features, "state_dict": self.net.state_dict(),
-                    "risk_k": self.risk_head.k if self.risk_head else 0,
-                    "risk_state_dict": self.risk_head.state_dict() if self.risk_head else {},
-                    "training": self.training}, tmp)
-        tmp.replace(path)
+        with written_atomically(path) as tmp:
+            torch.save({"format": CRITIC_FORMAT, "version": CRITIC_VERSION,
+                        "object_names": list(self.layout.object_names), "instructions": list(self.layout.instructions),
+                        "hidden": self.net.body[0].out_features, "state_dict": self.net.state_dict(),
+                        "risk_k": self.risk_head.k if self.risk_head else 0,
+                        "risk_state_dict": self.risk_head.state_dict() if self.risk_head else {},
+                        "training": self.training}, tmp)
 
     @classmethod
     def load(cls, path: Path) -> "ValueCritic":

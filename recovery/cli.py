@@ -410,12 +410,12 @@ def build_parser() -> argparse.ArgumentParser:
     cr = sub.add_parser("calibrate-rule", help="set the rule selector's thresholds for a suite and policy",
                         description="Run the policy with the never-intervening supervisor on sampled layouts (never "
                         "the evaluation init states) and pick the thresholds (low quality, quality drop, tracking "
-                        "error) that fire on at most FALSE_ALARM of its successful episodes, a third each. Execution "
+                        "error) that together fire on at most FALSE_ALARM of its successful episodes. Execution "
                         "quality is relative to the references: a weak policy scores low even when it succeeds, so "
                         "every suite and policy needs its own.")
     cr.add_argument("--suite", required=True)
     cr.add_argument("--policy", default="embedded")
-    cr.add_argument("--episodes", type=int, default=5, help="sampled layouts per task (default 5)")
+    cr.add_argument("--episodes", type=int, default=10, help="sampled layouts per task (default 10)")
     cr.add_argument("--seed", type=int, default=3000, help="seed of layout 0 (default 3000)")
     cr.add_argument("--false-alarm", type=float, default=0.1,
                     help="share of successful episodes on which the rule may fire (default 0.1)")
@@ -513,7 +513,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     from critics.references import MissingReferencesError
-    from recovery.evaluation.results import ResultsMismatchError
+    from recovery.evaluation.results import ResultsBusyError, ResultsMismatchError
     from recovery.evaluation.runner import TooManyEpisodesError
     from recovery.learning.selector import SelectorCheckpointError
     from recovery.learning.run_dir import ResumeMismatchError
@@ -528,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except (UnknownTaskError, TooManyEpisodesError, PolicyConfigError, MissingReferencesError,
             UnknownDisturbanceError, UnknownSelectorError, FileNotFoundError, SelectorCheckpointError,
-            ResumeMismatchError, ResultsMismatchError, RayUnavailableError, RuleConfigError) as exc:
+            ResumeMismatchError, ResultsMismatchError, ResultsBusyError, RayUnavailableError, RuleConfigError) as exc:
         print(f"recovery {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

@@ -1,7 +1,8 @@
 """Rollback executors: take the robot back to a stored nominal state.
 
-``physical`` (default) drives the grip point back to the stored pose with the operational-space
-controller, gripper open, objects left where they are: what a real arm can do. ``snapshot``
+``physical`` (default) drives the arm back to the stored pose through the backend's ``move_to``
+(in joint space, to the joints observed there), gripper open, objects left where they are: what a
+real arm can do. ``snapshot``
 restores the full simulator state: a simulation-only upper bound, labelled as such in results.
 """
 

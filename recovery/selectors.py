@@ -63,8 +63,10 @@ class NoneSelector:
 class RuleConfig:
     quality_min: float = 0.5  # intervene below this execution quality
     quality_drop: float = 0.12  # ... or when quality fell this much below its recent peak
-    drop_window: int = 15  # steps over which the peak is taken (the RETRY horizon: its target is pre-drop);
-    # judged only on a full window, so the metric's settling after a (re)start is no drop
+    drop_window: int = 15  # steps over which the peak is taken (the RETRY horizon: its target is pre-drop)
+    # steps after the start or a rollback whose quality is no peak: the metric restarts at 1 and settles over its
+    # 10-step window, and reading that settling as a drop made each rollback trigger the next
+    drop_warmup: int = 10
     # risk-rule flags that trigger; off by default: on libero_object's held-out rollouts the rules fire on
     # every successful episode too (critics/checkpoints/libero_object.report.json, AUROC 0.5)
     value_drop_rules: tuple[str, ...] = ()
@@ -98,8 +100,9 @@ class RuleSelector:
         cfg = self.config
         if ctx.rollbacks_left <= 0 or ctx.steps_since_rollback < cfg.cooldown:
             return Mode.EXECUTE
-        recent = ctx.history.get("quality", np.array([]))[-cfg.drop_window:]
-        dropped = len(recent) == cfg.drop_window and float(np.max(recent)) - ctx.quality >= cfg.quality_drop
+        window = min(cfg.drop_window, ctx.steps_since_rollback - cfg.drop_warmup)  # the settled steps only
+        recent = ctx.history.get("quality", np.array([]))[-window:] if window > 1 else ()
+        dropped = len(recent) > 1 and float(np.max(recent)) - ctx.quality >= cfg.quality_drop
         tracking = ctx.history.get("tracking", np.array([]))[-cfg.drop_window:]
         pushed = (len(tracking) > cfg.tracking_settle and float(np.max(tracking)) >= cfg.tracking_max
                   and float(np.max(tracking[-cfg.tracking_settle:])) < cfg.tracking_max)

@@ -88,6 +88,19 @@ def test_resume_after_interrupt_runs_only_missing_episodes(tmp_path):
     assert "libero_object (all)" in done.stdout
 
 
+def test_a_second_evaluation_on_the_same_file_is_refused_and_changes_nothing(tmp_path):
+    out = tmp_path / "r.jsonl"
+    _eval(tmp_path, episodes=1)
+    before = out.read_text()
+    with ResultsFile(out).exclusive():  # as a first evaluation still running holds it
+        busy = subprocess.run([*RECOVERY, "eval", "--suite", "libero_object", "--tasks", "0", "--episodes", "2",
+                               "--policy", "zero", "--max-steps", "5", "--out", str(out), "--no-progress"],
+                              cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert busy.returncode == 2 and "another evaluation is writing" in busy.stderr
+    assert out.read_text() == before
+    assert len(_eval(tmp_path, episodes=2)) == 2  # free again: the run resumes
+
+
 def test_resuming_with_other_rule_thresholds_is_refused_and_keeps_the_file(tmp_path):
     from recovery.evaluation.assembly import RecoveryOptions
     from recovery.evaluation.results import ResultsMismatchError

@@ -12,7 +12,7 @@ import pytest
 from recovery.evaluation.assembly import RecoveryOptions, make_selector
 from recovery.modes import Mode
 from recovery.rule_calibration import (
-    CalibrationConfig, RuleConfigError, calibrate, largest_tracking, rule_config_for, rule_statistics, thresholds,
+    CalibrationConfig, RuleConfigError, calibrate, fires, largest_tracking, rule_config_for, rule_statistics, thresholds,
 )
 from recovery.selectors import DecisionContext, RuleConfig, RuleSelector
 from recovery.supervisor import SupervisorConfig
@@ -63,6 +63,31 @@ def test_calibrated_rule_is_quiet_on_successes_and_still_catches_a_sharp_drop():
     pushed = tracking[1].copy()
     pushed[62:67] = 0.06  # a burst shoves the arm 6 cm off its commands for five steps
     assert _fires(rule, successes[1], pushed) and largest_tracking(pushed, rule, 60, 85) >= rule.tracking_max
+
+
+def test_the_three_triggers_together_stay_within_the_false_alarm_budget():
+    """Each trigger's most extreme success is a different episode: a third of a 10% budget each would
+    fire on 3 of 20 successes."""
+    lowest = np.linspace(0.5, 0.7, 20)  # episode 0 scores lowest
+    drop = np.linspace(0.05, 0.15, 20)  # episode 19 drops deepest
+    tracking = np.roll(np.linspace(0.010, 0.020, 20), 10)  # episode 9 strays furthest
+    rule = thresholds(lowest, drop, tracking, CalibrationConfig(suite="any", false_alarm=0.1))
+    assert np.sum(fires(rule, lowest, drop, tracking)) == 2  # 10%, and no stricter than needed
+
+
+def test_the_metric_settling_after_a_rollback_is_no_drop():
+    rule = RuleConfig(quality_min=0.0, quality_drop=0.2)
+
+    def decide(quality, steps_since_rollback):
+        ctx = DecisionContext(step=100, quality=float(quality[-1]), value=1.0, risk=0.0, flags={}, rollbacks_left=2,
+                              steps_since_rollback=steps_since_rollback, last_rollback_mode=Mode.RETRY,
+                              history={"quality": quality[-20:], "tracking": np.zeros(len(quality[-20:]))})
+        return RuleSelector(rule).decide(ctx)
+
+    settling = 0.55 + 0.45 * 0.7 ** np.arange(16)  # restarts at 1 after the rollback, settles to 0.55
+    assert decide(settling, 15) == Mode.EXECUTE  # read as a 0.3 drop, each rollback triggered the next
+    fallen = np.concatenate([settling, np.full(10, 0.55), np.linspace(0.55, 0.3, 5)])  # then a real drop
+    assert decide(fallen, 30) == Mode.REPAIR
 
 
 def test_the_tracking_trigger_waits_until_the_push_is_over():

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -56,6 +59,10 @@ class ResultsMismatchError(ValueError):
     """The results file holds episodes of the same plan run with other selector settings."""
 
 
+class ResultsBusyError(RuntimeError):
+    """Another evaluation is writing the same results file."""
+
+
 class ResultsFile:
     """Append-only JSONL. A torn last line (a run killed mid-write) is skipped with a warning
     and the episode simply runs again on resume."""
@@ -76,6 +83,19 @@ class ResultsFile:
                 except json.JSONDecodeError:
                     log.warning("%s:%d is not a complete record (interrupted write?); skipped", self.path, lineno)
         return records
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """One writer at a time: a second evaluation started on the same file would run the episodes
+        the first is running and append them twice. The lock goes with the process, however it ends."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise ResultsBusyError(f"another evaluation is writing {self.path}: let it finish, stop it (it "
+                                       "resumes), or use another --out") from None
+            yield
 
     def done_keys(self, selector: str, settings: dict) -> set[tuple]:
         """Keys of the episodes already run. A file whose ``selector`` episodes ran with other settings

@@ -234,19 +234,20 @@ def evaluate(config: EvalConfig, on_record: Callable[[dict], None] | None = None
 
         connect(config.ray_address, num_cpus=config.workers)  # an unreachable cluster fails before anything runs
     store = ResultsFile(config.out)
-    done = store.done_keys(specs[0].selector if specs else "off", settings)
-    todo = [s for s in specs if s.key() not in done]
-    successes = finished = 0
-    with tqdm(total=len(specs), initial=len(specs) - len(todo), disable=not config.progress,
-              desc=f"{config.suite} {config.policy}", unit="ep") as bar:
-        for record in _execute(todo, config):
-            if on_record:
-                on_record(record)
-            record.pop("trajectory", None)
-            store.append({**record, "selector_settings": settings})
-            successes, finished = successes + bool(record["success"]), finished + 1
-            bar.update()
-            bar.set_postfix(new_successes=f"{successes}/{finished}")
+    with store.exclusive():
+        done = store.done_keys(specs[0].selector if specs else "off", settings)
+        todo = [s for s in specs if s.key() not in done]
+        successes = finished = 0
+        with tqdm(total=len(specs), initial=len(specs) - len(todo), disable=not config.progress,
+                  desc=f"{config.suite} {config.policy}", unit="ep") as bar:
+            for record in _execute(todo, config):
+                if on_record:
+                    on_record(record)
+                record.pop("trajectory", None)
+                store.append({**record, "selector_settings": settings})
+                successes, finished = successes + bool(record["success"]), finished + 1
+                bar.update()
+                bar.set_postfix(new_successes=f"{successes}/{finished}")
     wanted = {s.key() for s in specs}
     return [r for r in store.load() if EpisodeSpec.key_of(r) in wanted]
 

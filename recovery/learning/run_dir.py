@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 from pathlib import Path
 
+from recovery.files import written_atomically
 from recovery.learning.observation import LEARNED_MODES
 
 CURVE_FIELDS = ["decisions", "episodes", "success_rate", "mean_return"] + [f"share_{m.name}" for m in LEARNED_MODES]
@@ -18,9 +18,8 @@ class ResumeMismatchError(ValueError):
 
 def save_atomically(model, path: Path) -> None:
     """A crash mid-write leaves the previous file intact."""
-    tmp = path.with_name(path.stem + ".tmp.zip")
-    model.save(tmp)
-    os.replace(tmp, path)
+    with written_atomically(path) as tmp:
+        model.save(tmp)
 
 
 def append_curve_row(path: Path, row: dict) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
+from recovery.files import written_atomically
 from recovery.learning.observation import LEARNED_MODES
 from recovery.selectors import DecisionContext
 
@@ -43,9 +44,8 @@ class TeacherDecisions:
     successes: np.ndarray  # one flag per episode
 
     def save(self, path: Path) -> None:
-        tmp = path.with_name(path.stem + ".tmp.npz")
-        np.savez_compressed(tmp, **vars(self))
-        tmp.replace(path)
+        with written_atomically(path) as tmp:
+            np.savez_compressed(tmp, **vars(self))
 
     @classmethod
     def load(cls, path: Path) -> TeacherDecisions:

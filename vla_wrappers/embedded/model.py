@@ -10,6 +10,7 @@ from torch import nn
 
 from vla_wrappers.base import PolicyConfigError
 from recovery.features import FeatureLayout
+from recovery.files import written_atomically
 
 CHECKPOINT_FORMAT = "agentic-recovery/embedded-policy"
 CHECKPOINT_VERSION = 1
@@ -49,15 +50,12 @@ class Checkpoint:
     training: dict  # how it was made: command, seed, epochs, minutes, demos
 
     def save(self, path: Path) -> None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        torch.save({
-            "format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "suite": self.suite,
-            "object_names": list(self.layout.object_names), "instructions": list(self.layout.instructions),
-            "net": asdict(self.net.config), "state_dict": self.net.state_dict(), "training": self.training,
-        }, tmp)
-        tmp.replace(path)  # atomic: an interrupted save never leaves half a checkpoint
+        with written_atomically(path) as tmp:  # an interrupted save never leaves half a checkpoint
+            torch.save({
+                "format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "suite": self.suite,
+                "object_names": list(self.layout.object_names), "instructions": list(self.layout.instructions),
+                "net": asdict(self.net.config), "state_dict": self.net.state_dict(), "training": self.training,
+            }, tmp)
 
     @classmethod
     def load(cls, path: Path, device: str = "cpu") -> "Checkpoint":
