@@ -26,6 +26,17 @@ def test_rotation_features_agree_between_representations():
     np.testing.assert_allclose(quat_xyzw_to_matrix(-np.r_[xyz, w]), matrix, atol=1e-12)  # sign-free
 
 
+def test_object_slots_hold_the_pose_relative_position_and_rotation_columns_exactly():
+    rng = np.random.default_rng(0)
+    layout = FeatureLayout(("a",), ("task",))
+    for _ in range(200):
+        state, pose = rng.normal(size=8), rng.normal(size=7) * rng.uniform(0.1, 3)  # quaternion not normalised
+        slot = layout.featurize(state, {"a": pose}, task_id=0)[11:24]
+        rotation = quat_xyzw_to_matrix(pose[3:])
+        expected = np.r_[pose[:3], pose[:3] - state[:3], rotation[:, 0], rotation[:, 1], 1.0].astype(np.float32)
+        assert slot.tobytes() == expected.tobytes()  # the per-step fast path computes what the matrices say
+
+
 def test_chunk_targets_repeat_the_last_action():
     actions = np.arange(3)[:, None] * np.ones((3, 7))
     chunks = chunk_targets(actions, 4)
