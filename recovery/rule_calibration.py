@@ -65,7 +65,7 @@ def rule_statistics(quality: np.ndarray, rule: RuleConfig, decision_every: int, 
         if step < max(rule.cooldown, start):
             continue
         lowest = min(lowest, float(quality[step]))
-        window = min(rule.drop_window, step - rule.drop_warmup)  # as RuleSelector.decide
+        window = rule.drop_peak_window(step)  # no rollbacks: the steps since the start
         if window > 1:
             largest_drop = max(largest_drop, float(np.max(quality[step + 1 - window: step + 1]) - quality[step]))
     return lowest, largest_drop

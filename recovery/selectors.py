@@ -79,6 +79,11 @@ class RuleConfig:
     cooldown: int = 10  # steps after a rollback before the next one may trigger
     escalate_within: int = 40  # a second trigger this soon after a rollback becomes a REPAIR
 
+    def drop_peak_window(self, steps_since_rollback: int) -> int:
+        """How many of the latest quality steps the drop's peak is taken over: the drop window, less
+        the warm-up after the start or the last rollback (under 2: no drop can be judged yet)."""
+        return min(self.drop_window, steps_since_rollback - self.drop_warmup)
+
 
 class RuleSelector:
     """Intervene when execution quality is low or just dropped, when a disturbance has just pushed
@@ -100,7 +105,7 @@ class RuleSelector:
         cfg = self.config
         if ctx.rollbacks_left <= 0 or ctx.steps_since_rollback < cfg.cooldown:
             return Mode.EXECUTE
-        window = min(cfg.drop_window, ctx.steps_since_rollback - cfg.drop_warmup)  # the settled steps only
+        window = cfg.drop_peak_window(ctx.steps_since_rollback)
         recent = ctx.history.get("quality", np.array([]))[-window:] if window > 1 else ()
         dropped = len(recent) > 1 and float(np.max(recent)) - ctx.quality >= cfg.quality_drop
         tracking = ctx.history.get("tracking", np.array([]))[-cfg.drop_window:]

@@ -1,5 +1,5 @@
-"""What the supervisor knows about the arm: the latest input samples, their age, and which joint
-configuration went with each end-effector pose it saw (the rollback's joint-space goal).
+"""What the supervisor knows about the arm: the latest input samples and their age, and how the
+joint names it receives map onto the configured ones.
 
 Thread-safe: ROS callbacks write, the control loop reads.
 """
@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
 
 
 class StaleStateError(RuntimeError):
