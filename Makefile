@@ -3,7 +3,7 @@
 PYTHON ?= python3
 STAMP := .make/installed
 
-.PHONY: install demo test bench clean
+.PHONY: install demo test test-fast bench clean
 
 $(STAMP): setup.py
 	$(PYTHON) -m pip install -q -e '.[test,ros]'
@@ -25,6 +25,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PYTHON) -m pytest -q
+
+# The fast tier (under a minute on 2 cores): the loop, supervisor, selectors and rollback on a kinematic
+# robot, the import contracts and every other test that needs neither MuJoCo nor ROS nor training.
+test-fast: $(STAMP)
+	$(PYTHON) -m pytest -q -m "not sim and not ros and not slow"
 
 bench: $(STAMP)
 	$(PYTHON) benchmarks/eval_loop_speed.py

@@ -14,7 +14,7 @@ setup(
     package_data={  # shipped so that the main job runs on a fresh machine with no download
         "vla_wrappers.embedded": ["checkpoints/*.pt"],
         "critics": ["checkpoints/*.pt", "checkpoints/*.json", "references/*/*.npz"],
-        "recovery.learning": ["checkpoints/*.zip"],
+        "recovery.supervision": ["checkpoints/*.zip"],
     },
     install_requires=[
         # CPU build here; a GPU user installs the CUDA build of the same version first (README).
@@ -40,7 +40,8 @@ setup(
         "openvla": ["transformers==4.57.6"],
         "ray": ["ray==2.60.0"],  # --ray: evaluation shards and training environments on a Ray cluster
         # transformers: the OpenVLA tests on a tiny double; ray: the sharding tests on a local instance
-        "test": ["pytest==9.0.3", "transformers==4.57.6", "ray==2.60.0"],
+        # import-linter: the layers' contracts (.importlinter); hypothesis: property-based fuzzing of the wire
+        "test": ["pytest==9.0.3", "transformers==4.57.6", "ray==2.60.0", "import-linter==2.16", "grimp==3.20"],
         # ROS 2 Jazzy from PyPI wheels (real rclpy, Fast DDS); no launch_ros / control_msgs wheels exist:
         # `recovery ros up` replaces the launch file here, FollowJointTrajectory is used where installed.
         "ros": [

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from recovery.evaluation.episode import NUM_WAIT_STEPS, WAIT_ACTION, run_episode
+from recovery.core.actions import WAIT_ACTION
+from recovery.core.loop import NUM_WAIT_STEPS, LoopConfig, run_episode
 from recovery.evaluation.runner import EvalConfig, evaluate
 from sim.libero_backend import LiberoBackend
 from sim.tasks import resolve_task
@@ -45,7 +46,8 @@ def bare_steps_per_second(backend: LiberoBackend, steps: int, seed: int) -> floa
 def ours_steps_per_second(backend: LiberoBackend, steps: int, seed: int) -> float:
     agent = ChunkBroker(ZeroPolicy(), replan_every=5)
     start = time.perf_counter()
-    run_episode(backend, agent, 0, seed, steps)
+    backend.reset(0, seed)
+    run_episode(backend, agent, backend.instruction, LoopConfig(max_steps=steps))
     return (steps + NUM_WAIT_STEPS) / (time.perf_counter() - start)
 
 

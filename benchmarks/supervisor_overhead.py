@@ -3,8 +3,9 @@ selector) against a bare LIBERO physics step, measured side by side in one run.
 
 Measured for the default rule selector, which reads no value or risk (so the value critic is not
 loaded), and, when a critic is found (``--critic``, else the suite's shipped one), for a selector
-that reads it (the rule with its value-drop flags on; the ppo selector reads it too). The supervisor's time excludes what is not supervision: the base policy (the
-zero policy's broker) and rollback motion (physics steps, counted as recovery steps and reported).
+that reads it (the rule with its value-drop flags on; the ppo selector reads it too). The
+supervisor's time excludes what is not supervision: the base policy (the zero policy's broker); the
+physics of every step, rollback motion included, runs outside ``Supervisor.act``.
 
 Writes benchmarks/results/supervisor_overhead.json.
 Usage: python benchmarks/supervisor_overhead.py [--critic PATH]
@@ -22,12 +23,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from recovery.core.actions import WAIT_ACTION
 from recovery.evaluation import assembly
-from recovery.evaluation.assembly import RecoveryOptions
-from recovery.evaluation.episode import WAIT_ACTION
 from recovery.evaluation.results import EpisodeSpec
-from recovery.selectors import RuleConfig, RuleSelector
-from recovery.supervisor import Supervisor
+from recovery.supervision.build import critic_path
+from recovery.supervision.config import RecoveryOptions
+from recovery.supervision.selectors import RuleConfig, RuleSelector
+from recovery.supervision.supervisor import Supervisor
 from sim.libero_backend import LiberoBackend
 from sim.tasks import resolve_task
 from vla_wrappers.broker import ChunkBroker
@@ -72,16 +74,16 @@ def bare_ms_per_step(backend: LiberoBackend) -> np.ndarray:
 
 
 def supervisor_ms_per_step(backend: LiberoBackend, supervisor: Supervisor, excluded: Excluded) -> np.ndarray:
-    """Time inside ``supervisor.act`` less the excluded calls; physics steps of the episode excluded."""
+    """Time inside ``supervisor.act`` less the excluded calls; the physics steps run outside it."""
     obs = backend.reset(0, 7)
     supervisor.reset(backend.instruction)
     excluded.seconds = np.zeros(2)
     spent = np.zeros(2)
     for _ in range(STEPS):
         start = now()
-        action = supervisor.act(obs)
+        control = supervisor.act(obs)
         spent += now() - start
-        obs = backend.step(action).observation
+        obs = backend.step(control.command).observation
     return (spent - excluded.seconds) / STEPS * 1e3
 
 
@@ -112,10 +114,9 @@ def main() -> None:
     parser.add_argument("--critic", type=Path, help="value critic (default: the suite's shipped one, if any)")
     args = parser.parse_args()
     torch.set_num_threads(1)  # as every worker beside the simulator
-    critic = args.critic or assembly.critic_path(RecoveryOptions(), SPEC.suite)
+    critic = args.critic or critic_path(RecoveryOptions(), SPEC.suite)
     backend = LiberoBackend(resolve_task(SPEC.suite, SPEC.task))
     excluded = Excluded()
-    excluded.wrap(backend, "move_to")
     variants = {"without_critic": build(backend, RuleSelector(), critic, excluded)}  # the default rule
     if critic:  # a selector that reads the critic (the rule with its value-drop flags on; ppo does too)
         reading = RuleSelector(RuleConfig(value_drop_rules=("decline", "abrupt_drop")))
@@ -129,8 +130,8 @@ def main() -> None:
             ours[name].append(supervisor_ms_per_step(backend, supervisor, excluded))
     backend.close()
     figures = {"task": f"{SPEC.suite}/{SPEC.task}", "steps": STEPS, "repeats": REPEATS,
-               "critic": str(critic) if critic else None,
-               "excluded": "base policy (zero policy broker) and rollback motion (physics steps)",
+               "critic": critic.name if critic else None,
+               "excluded": "base policy (zero policy broker); physics steps, rollback motion included, run outside",
                **{name: summarize(bare[name], ours[name], supervisor)
                   for name, supervisor in variants.items()}}
     OUT.parent.mkdir(parents=True, exist_ok=True)

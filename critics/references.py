@@ -1,7 +1,7 @@
 """Reference trajectories for the global quality metric, one file per task.
 
 ``recovery build-references`` takes them from successful demonstrations (``collect-demos``, the
-expert by default) or from any results of rollouts recorded with trajectories. Stored as
+expert by default). Stored as
 ``DIR/SUITE/TASK_NAME.npz`` holding one (T_i, 5) array per trajectory: eef position + fingers.
 """
 
@@ -12,13 +12,11 @@ from pathlib import Path
 import numpy as np
 
 from critics.quality import ReferenceSet
-from recovery.files import written_atomically
+from recovery.core.errors import RecoveryError
+from recovery.core.files import written_atomically
 
 
-SHIPPED = Path(__file__).parent / "references"  # libero_object / libero_spatial, from the expert's demos
-
-
-class MissingReferencesError(FileNotFoundError):
+class MissingReferencesError(RecoveryError, FileNotFoundError):
     """No reference trajectories for a task; the message names the command that builds them."""
 
 
@@ -46,18 +44,3 @@ def load_references(root: Path, suite: str, task_name: str) -> ReferenceSet:
         )
     with np.load(path) as data:
         return ReferenceSet(tuple(data[k].astype(np.float64) for k in sorted(data.files)))
-
-
-def build_references(demos_dir: Path, suite: str, root: Path) -> dict[str, int]:
-    """Reference sets from the successful demonstrations of every task; returns counts per task."""
-    from sim.demos import load_demos
-    from sim.tasks import resolve_tasks
-
-    demos = load_demos(demos_dir, suite)
-    counts = {}
-    for task in resolve_tasks(suite, None):
-        trajectories = [reference_feature(d.state) for d in demos if d.task == task.index]
-        if trajectories:
-            save_references(reference_path(root, suite, task.name), trajectories)
-        counts[task.name] = len(trajectories)
-    return counts

@@ -18,10 +18,15 @@ from torch import nn
 
 from critics.mlp import NumpyMLP
 from critics.risk import RiskHead
-from recovery.backend import Observation
-from recovery.features import FeatureLayout
-from recovery.files import written_atomically
-from vla_wrappers.base import PolicyConfigError
+from recovery.core.errors import RecoveryError
+from recovery.core.features import FeatureLayout
+from recovery.core.files import written_atomically
+from recovery.core.robot import Observation
+
+
+class CriticConfigError(RecoveryError, ValueError):
+    """A critic checkpoint that is not one, or one trained on other tasks (a user error)."""
+
 
 CRITIC_FORMAT = "agentic-recovery/value-critic"
 CRITIC_VERSION = 1
@@ -67,7 +72,7 @@ class ValueCritic:
     def value_fn(self, instruction: str) -> Callable[[Observation], float]:
         task_id = self.layout.task_id(instruction)
         if task_id is None:
-            raise PolicyConfigError(f"the value critic was not trained on {instruction!r}")
+            raise CriticConfigError(f"the value critic was not trained on {instruction!r}")
         return lambda obs: float(self.values(self.layout.featurize_obs(obs, task_id)))
 
     def save(self, path: Path) -> None:
@@ -83,7 +88,7 @@ class ValueCritic:
     def load(cls, path: Path) -> "ValueCritic":
         raw = torch.load(path, map_location="cpu", weights_only=True)
         if raw.get("format") != CRITIC_FORMAT or raw.get("version") != CRITIC_VERSION:
-            raise PolicyConfigError(f"{path}: not a value-critic checkpoint v{CRITIC_VERSION} "
+            raise CriticConfigError(f"{path}: not a value-critic checkpoint v{CRITIC_VERSION} "
                                     f"(format {raw.get('format')!r} v{raw.get('version')})")
         layout = FeatureLayout(tuple(raw["object_names"]), tuple(raw["instructions"]))
         net = ValueNet(layout.size, raw["hidden"])

@@ -1,4 +1,8 @@
-"""``recovery``: the command line of the agentic-recovery stack."""
+"""``recovery``: the command line of the agentic-recovery stack.
+
+Each command imports what it runs when it runs: ``recovery --help`` must not load torch and MuJoCo.
+Option defaults and choices come from the settings' dataclasses.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,9 @@ import logging
 import sys
 from pathlib import Path
 
-from critics.references import SHIPPED as REFERENCES_SHIPPED
+from recovery.core.errors import RecoveryError
+from recovery.supervision.config import ROLLBACKS, SELECTORS, SHIPPED_REFERENCES, RecoveryOptions, SupervisorConfig
+from sim.disturbances import DISTURBANCES
 
 EPILOG = """examples:
   recovery tasks --suite libero_object
@@ -37,9 +43,6 @@ def _default_out(args: argparse.Namespace) -> Path:
 
 
 def _recovery_options(args: argparse.Namespace, keep_trace: bool = False):
-    from recovery.evaluation.assembly import RecoveryOptions
-    from recovery.supervisor import SupervisorConfig
-
     if not args.selector:
         return None
     return RecoveryOptions(selector=args.selector, rollback=args.rollback, references=args.references,
@@ -119,9 +122,10 @@ def _add_recovery_args(parser: argparse.ArgumentParser, selector_default: str | 
     rec = parser.add_argument_group("recovery" + ("" if selector_default else " (the supervisor; off unless "
                                                                             "--selector is given)"))
     if choose_selector:
-        rec.add_argument("--selector", choices=["none", "rule", "ppo", "oracle"], default=selector_default,
+        rec.add_argument("--selector", choices=[*SELECTORS, "oracle"], default=selector_default,
                          help="mode selector; 'none' = supervisor that never intervenes (the baseline with "
-                         "identical bookkeeping); 'rule' = thresholds on quality and value risk; 'ppo' = a selector "
+                         "identical bookkeeping); 'rule' = thresholds on execution quality, its drop and the tracking "
+                         "error (calibrated per suite and policy); 'ppo' = a selector "
                          "trained with `recovery train-selector` (see --selector-path); 'oracle' = rolls back once "
                          "right after the disturbance, which it is told of (a simulation-only upper bound on "
                          "detection)")
@@ -130,17 +134,18 @@ def _add_recovery_args(parser: argparse.ArgumentParser, selector_default: str | 
         rec.add_argument("--rule-config", type=Path, metavar="FILE",
                          help="the rule selector's thresholds, from `recovery calibrate-rule` (default: the shipped "
                          "calibration of the suite and policy, else the built-in defaults)")
-    rec.add_argument("--rollback", choices=["physical", "snapshot"], default="physical",
+    rec.add_argument("--rollback", choices=ROLLBACKS, default=RecoveryOptions.rollback,
                      help="physical: drive the arm back (what a real arm can do, default); snapshot: restore the "
                      "simulator (simulation-only upper bound)")
-    rec.add_argument("--references", type=Path, default=REFERENCES_SHIPPED,
+    rec.add_argument("--references", type=Path, default=SHIPPED_REFERENCES,
                      help="reference trajectories of the global quality metric (default: the shipped ones for "
                      "libero_object / libero_spatial; `recovery build-references` makes your own)")
     rec.add_argument("--critic", type=Path, help="value critic (default: the shipped one for the suite, if any)")
-    rec.add_argument("--max-rollbacks", type=int, default=3, help="recovery budget per episode (default 3)")
-    rec.add_argument("--disturbance", default=disturbance_default,
-                     help="none, action_noise (5-step burst, magnitude 3.0), object_push, gripper_open, obs_noise, "
-                     f"action_jitter (default {disturbance_default})")
+    rec.add_argument("--max-rollbacks", type=int, default=SupervisorConfig.max_rollbacks,
+                     help="recovery budget per episode (default %(default)s)")
+    rec.add_argument("--disturbance", choices=DISTURBANCES, default=disturbance_default,
+                     help="action_noise: the 5-step burst of magnitude 3.0 (see sim.disturbances for the others; "
+                     "default %(default)s)")
 
 
 def _cmd_policies(args: argparse.Namespace) -> int:
@@ -152,7 +157,7 @@ def _cmd_policies(args: argparse.Namespace) -> int:
 
 
 def _cmd_collect_demos(args: argparse.Namespace) -> int:
-    from sim.demos import DemoConfig, collect_demos
+    from recovery.pipelines.collect_demos import DemoConfig, collect_demos
 
     counts = collect_demos(DemoConfig(
         suite=args.suite, tasks=tuple(args.tasks), demos_per_task=args.demos, policy=args.policy, seed=args.seed,
@@ -167,8 +172,8 @@ def _cmd_collect_demos(args: argparse.Namespace) -> int:
 
 
 def _cmd_train_policy(args: argparse.Namespace) -> int:
+    from recovery.pipelines.train_policy import TrainConfig, train
     from vla_wrappers.embedded.model import NetConfig
-    from vla_wrappers.embedded.train import TrainConfig, train
 
     out = args.out or Path("checkpoints") / f"embedded_{args.suite}.pt"
     checkpoint = train(TrainConfig(
@@ -183,7 +188,7 @@ def _cmd_train_policy(args: argparse.Namespace) -> int:
 
 
 def _cmd_build_references(args: argparse.Namespace) -> int:
-    from critics.references import build_references
+    from recovery.pipelines.build_references import build_references
 
     counts = build_references(args.demos, args.suite, args.references)
     for name, count in counts.items():
@@ -195,9 +200,9 @@ def _cmd_build_references(args: argparse.Namespace) -> int:
 def _cmd_train_critic(args: argparse.Namespace) -> int:
     import json
 
-    from critics.training import CriticTrainConfig, train_critic
+    from recovery.pipelines.train_critic import CriticTrainConfig, train_critic
 
-    out = args.out or Path("critics") / "checkpoints" / f"{args.suite}.pt"
+    out = args.out or Path("checkpoints") / "critics" / f"{args.suite}.pt"
     _, report = train_critic(CriticTrainConfig(
         suite=args.suite, policy=args.policy, episodes_per_task=args.episodes, seed=args.seed,
         workers=args.workers, data_dir=args.data, out=out, hidden=args.hidden, progress=not args.no_progress,
@@ -210,7 +215,7 @@ def _cmd_train_critic(args: argparse.Namespace) -> int:
 def _cmd_calibrate_rule(args: argparse.Namespace) -> int:
     import json
 
-    from recovery.rule_calibration import CalibrationConfig, calibrate, shipped_rule_path
+    from recovery.pipelines.calibrate_rule import CalibrationConfig, calibrate
 
     config = CalibrationConfig(suite=args.suite, policy=args.policy, episodes_per_task=args.episodes, seed=args.seed,
                                false_alarm=args.false_alarm, disturbance=args.disturbance,
@@ -218,23 +223,21 @@ def _cmd_calibrate_rule(args: argparse.Namespace) -> int:
                                data_dir=args.data, out=args.out, progress=not args.no_progress)
     _, report = calibrate(config)
     print(json.dumps(report, indent=2))
-    print(f"thresholds: {config.out or shipped_rule_path(args.suite, args.policy)}")
+    print(f"thresholds: {report['out']}\nuse them: recovery eval --suite {args.suite} --policy {args.policy} "
+          f"--selector rule --rule-config {report['out']}")
     return 0
 
 
 def _cmd_train_selector(args: argparse.Namespace) -> int:
     from recovery.learning.env import SelectorEnvConfig
-    from recovery.learning.observation import ObservationLayout
     from recovery.learning.train import PPOConfig, TrainSelectorConfig, train_selector
     from recovery.learning.warm_start import WarmStartConfig
-    from recovery.supervisor import SupervisorConfig
 
     env = SelectorEnvConfig(suite=args.suite, tasks=tuple(args.tasks), policy=args.policy,
                             policy_options=args.policy_opt, disturbance=args.disturbance,
                             disturbed_share=args.disturbed_share, rollback=args.rollback, references=args.references,
                             critic=args.critic, max_steps=args.max_steps,
-                            supervisor=SupervisorConfig(max_rollbacks=args.max_rollbacks),
-                            observation=ObservationLayout(max_rollbacks=args.max_rollbacks))
+                            supervisor=SupervisorConfig(max_rollbacks=args.max_rollbacks))
     config = TrainSelectorConfig(
         env=env, ppo=PPOConfig(n_steps=args.n_steps), warm_start=WarmStartConfig(decisions=args.warm_start),
         decisions=args.decisions, envs=args.envs, seed=args.seed,
@@ -256,7 +259,7 @@ def _cmd_train_selector(args: argparse.Namespace) -> int:
 def _cmd_plot_episode(args: argparse.Namespace) -> int:
     from recovery.evaluation.plot import plot_episode
     from recovery.evaluation.results import EpisodeSpec
-    from recovery.evaluation.runner import EvalConfig, EpisodeWorker
+    from recovery.evaluation.runner import EpisodeWorker, EvalConfig
     from sim.tasks import resolve_task
 
     task = resolve_task(args.suite, args.tasks[0] if args.tasks else 0)
@@ -309,192 +312,254 @@ def _cmd_ros(args: argparse.Namespace) -> int:
         return 2
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _eval_options(ev: argparse.ArgumentParser) -> None:
+    from recovery.evaluation.runner import EvalConfig
+
+    ev.add_argument("--suite", required=True, help="e.g. libero_object, libero_spatial, libero_goal, libero_10, libero_90")
+    ev.add_argument("--tasks", nargs="*", default=[], help="task indices or names (default: all tasks of the suite)")
+    ev.add_argument("--episodes", type=int, default=EvalConfig.episodes,
+                    help="episodes per task, init states 0..N-1 (default %(default)s)")
+    _add_policy_args(ev, EvalConfig.policy)
+    ev.add_argument("--seed", type=int, default=EvalConfig.seed, help="environment seed before every reset "
+                    "(default %(default)s)")
+    ev.add_argument("--workers", type=int, default=EvalConfig.workers,
+                    help="parallel simulator processes (default %(default)s)")
+    ev.add_argument("--out", type=Path, help="results JSONL (default results/SUITE_POLICY_seedSEED.jsonl)")
+    ev.add_argument("--video", type=Path, metavar="DIR", help="write one MP4 per episode into DIR (renders cameras)")
+    ev.add_argument("--max-steps", type=int, help="override the suite's standard step budget")
+    ev.add_argument("--replan-every", type=int, default=EvalConfig.replan_every,
+                    help="actions executed per policy chunk (default %(default)s)")
+    ev.add_argument("--camera-size", type=int, default=EvalConfig.camera_size,
+                    help="camera resolution when images are needed (default %(default)s)")
+    ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ev.add_argument("--ray", metavar="ADDRESS", help="shard episodes over a Ray cluster (HOST:PORT, 'auto' to join the "
+                    "local `ray start`, 'local' for a fresh one); --workers Ray actors, one CPU each")
+    _add_recovery_args(ev, selector_default=None, disturbance_default=EvalConfig.disturbance)
+
+
+def _collect_demos_options(cd: argparse.ArgumentParser) -> None:
+    from recovery.pipelines.collect_demos import DemoConfig
+
+    cd.add_argument("--suite", required=True)
+    cd.add_argument("--tasks", nargs="*", default=[], help="task indices or names (default: all)")
+    cd.add_argument("--demos", type=int, default=DemoConfig.demos_per_task,
+                    help="attempts per task (default %(default)s); failures are dropped")
+    cd.add_argument("--policy", default=DemoConfig.policy, help="demonstrator (default %(default)s)")
+    cd.add_argument("--seed", type=int, default=DemoConfig.seed, help="seed of layout 0 (default %(default)s)")
+    cd.add_argument("--from-init-states", action="store_true", help="use the fixed init states 0..N-1 instead")
+    cd.add_argument("--disturbance", default=DemoConfig.disturbance,
+                    help="execution noise while recording (default %(default)s: DART; 'none' for clean runs)")
+    cd.add_argument("--workers", type=int, default=DemoConfig.workers)
+    cd.add_argument("--out", type=Path, default=DemoConfig.out_dir, help="output directory (default %(default)s)")
+    cd.add_argument("--images", action="store_true", help="also record both camera images (slow)")
+    cd.add_argument("--no-progress", action="store_true")
+
+
+def _train_policy_options(tp: argparse.ArgumentParser) -> None:
+    from recovery.pipelines.train_policy import TrainConfig
+    from vla_wrappers.embedded.model import NetConfig
+
+    tp.add_argument("--suite", required=True)
+    tp.add_argument("--demos", type=Path, default=TrainConfig.demos_dir,
+                    help="demonstrations directory (default %(default)s)")
+    tp.add_argument("--out", type=Path, help="checkpoint path (default checkpoints/embedded_SUITE.pt)")
+    tp.add_argument("--epochs", type=int, default=TrainConfig.epochs, help="default %(default)s")
+    tp.add_argument("--horizon", type=int, default=NetConfig.horizon,
+                    help="actions per predicted chunk (default %(default)s)")
+    tp.add_argument("--hidden", type=int, default=NetConfig.hidden, help="MLP width (default %(default)s)")
+    tp.add_argument("--seed", type=int, default=TrainConfig.seed)
+    tp.add_argument("--device", default=TrainConfig.device,
+                    help="cpu, cuda or auto (default %(default)s: CUDA if present)")
+    tp.add_argument("--no-progress", action="store_true")
+
+
+def _build_references_options(br: argparse.ArgumentParser) -> None:
+    br.add_argument("--suite", required=True)
+    br.add_argument("--demos", type=Path, default=Path("demos"), help="demonstrations directory (default %(default)s)")
+    br.add_argument("--references", type=Path, default=Path("references"), help="output directory (default "
+                    "%(default)s; pass it to --references, or copy it over critics/references to ship it)")
+
+
+def _train_critic_options(tc: argparse.ArgumentParser) -> None:
+    from recovery.pipelines.train_critic import CriticTrainConfig
+
+    tc.add_argument("--suite", required=True)
+    tc.add_argument("--policy", default=CriticTrainConfig.policy)
+    tc.add_argument("--episodes", type=int, default=CriticTrainConfig.episodes_per_task,
+                    help="rollouts per task and condition (default %(default)s)")
+    tc.add_argument("--seed", type=int, default=CriticTrainConfig.seed)
+    tc.add_argument("--workers", type=int, default=CriticTrainConfig.workers)
+    tc.add_argument("--data", type=Path, default=CriticTrainConfig.data_dir, help="rollout store (resumable)")
+    tc.add_argument("--out", type=Path, help="critic checkpoint (default checkpoints/critics/SUITE.pt; use it with "
+                    "--critic, or copy it into critics/checkpoints/ to ship it)")
+    tc.add_argument("--hidden", type=int, default=CriticTrainConfig.hidden,
+                    help="width of V(s)'s hidden layers (default %(default)s: it runs every step)")
+    tc.add_argument("--no-progress", action="store_true")
+
+
+def _calibrate_rule_options(cr: argparse.ArgumentParser) -> None:
+    from recovery.pipelines.calibrate_rule import CalibrationConfig
+
+    cr.add_argument("--suite", required=True)
+    cr.add_argument("--policy", default=CalibrationConfig.policy)
+    cr.add_argument("--episodes", type=int, default=CalibrationConfig.episodes_per_task,
+                    help="sampled layouts per task (default %(default)s)")
+    cr.add_argument("--seed", type=int, default=CalibrationConfig.seed, help="seed of layout 0 (default %(default)s)")
+    cr.add_argument("--false-alarm", type=float, default=CalibrationConfig.false_alarm,
+                    help="share of successful episodes on which the rule may fire (default %(default)s)")
+    cr.add_argument("--disturbance", default=CalibrationConfig.disturbance, help="measure how often the thresholds "
+                    "catch this disturbance soon after its onset, on the same layouts ('none': skip; default "
+                    "%(default)s)")
+    cr.add_argument("--references", type=Path, default=CalibrationConfig.references)
+    cr.add_argument("--workers", type=int, default=CalibrationConfig.workers)
+    cr.add_argument("--data", type=Path, default=CalibrationConfig.data_dir, help="rollout store (resumable; "
+                    "delete SUITE/rule_calibration.jsonl in it after rebuilding references)")
+    cr.add_argument("--out", type=Path, help="thresholds file (default rules/SUITE_POLICY.rule.json; pass it to "
+                    "`recovery eval --selector rule --rule-config FILE`, or copy it into critics/checkpoints/ to ship "
+                    "it as the suite's default)")
+    cr.add_argument("--no-progress", action="store_true")
+
+
+def _train_selector_options(ts: argparse.ArgumentParser) -> None:
+    from recovery.learning.env import SelectorEnvConfig
+    from recovery.learning.train import PPOConfig, TrainSelectorConfig
+    from recovery.learning.warm_start import WarmStartConfig
+
+    ts.add_argument("--suite", required=True)
+    ts.add_argument("--tasks", nargs="*", default=[], help="task indices or names (default: all)")
+    _add_policy_args(ts, SelectorEnvConfig.policy)
+    ts.add_argument("--decisions", type=int, default=TrainSelectorConfig.decisions,
+                    help="total decisions over all environments (default %(default)s)")
+    ts.add_argument("--warm-start", type=int, default=WarmStartConfig.decisions, metavar="DECISIONS",
+                    help="decisions of the rule selector (the suite's thresholds) cloned into the actor before PPO "
+                    "starts (default %(default)s; 0: start from a random actor)")
+    ts.add_argument("--envs", type=int, default=TrainSelectorConfig.envs,
+                    help="parallel environments (processes or Ray actors; default %(default)s)")
+    ts.add_argument("--n-steps", type=int, default=PPOConfig.n_steps,
+                    help="decisions per environment between PPO updates (default %(default)s)")
+    ts.add_argument("--max-steps", type=int, help="override the suite's step budget per episode")
+    ts.add_argument("--disturbed-share", type=float, default=SelectorEnvConfig.disturbed_share,
+                    help="share of disturbed episodes (default %(default)s)")
+    ts.add_argument("--checkpoint-every", type=int, default=TrainSelectorConfig.checkpoint_every,
+                    help="decisions between checkpoints (default %(default)s)")
+    ts.add_argument("--eval-every", type=int, default=TrainSelectorConfig.eval_every,
+                    help="decisions between evaluations (0: none; default %(default)s)")
+    ts.add_argument("--eval-episodes", type=int, default=TrainSelectorConfig.eval_episodes)
+    ts.add_argument("--seed", type=int, default=TrainSelectorConfig.seed)
+    ts.add_argument("--device", default=TrainSelectorConfig.device,
+                    help="cpu, cuda or auto (default %(default)s: CUDA if present)")
+    ts.add_argument("--ray", metavar="ADDRESS", help="run the environments as Ray actors on this cluster")
+    ts.add_argument("--out", type=Path, help="run directory (default selectors/SUITE)")
+    ts.add_argument("--no-progress", action="store_true")
+    _add_recovery_args(ts, selector_default="ppo", disturbance_default=SelectorEnvConfig.disturbance,
+                       choose_selector=False)
+
+
+def _serve_policy_options(sp: argparse.ArgumentParser) -> None:
+    _add_policy_args(sp, "zero")
+    sp.add_argument("--host", default="0.0.0.0", help="interface to bind (default all)")
+    sp.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
+
+
+def _plot_episode_options(pe: argparse.ArgumentParser) -> None:
+    from recovery.evaluation.runner import EvalConfig
+
+    pe.add_argument("--suite", required=True)
+    pe.add_argument("--tasks", nargs="*", default=[], help="the task (index or name; default 0)")
+    pe.add_argument("--init", type=int, default=0, help="init state index (default 0)")
+    pe.add_argument("--seed", type=int, default=EvalConfig.seed)
+    _add_policy_args(pe, "embedded")
+    _add_recovery_args(pe, selector_default="rule", disturbance_default="action_noise")
+    pe.add_argument("--out", type=Path, default=Path("results/episode_trace.png"))
+
+
+def _compare_options(cp: argparse.ArgumentParser) -> None:
+    cp.add_argument("files", nargs="+", type=Path)
+    cp.add_argument("--out", type=Path, help="also write the table (Markdown) here")
+
+
+def _summarize_options(sm: argparse.ArgumentParser) -> None:
+    sm.add_argument("files", nargs="+", type=Path)
+
+
+def _tasks_options(tasks: argparse.ArgumentParser) -> None:
+    tasks.add_argument("--suite", help="suite to list (default: list the suites)")
+
+
+# name: (handler, options, one-line help, description). A command's options are added only when it runs
+# (they import the settings they take their defaults from), so `recovery --help` loads no simulator.
+COMMANDS = {
+    "tasks": (_cmd_tasks, _tasks_options, "list LIBERO suites, or the tasks of one suite", None),
+    "eval": (_cmd_eval, _eval_options, "standard LIBERO evaluation (resumable)",
+             "Standard LIBERO protocol: episode i starts from the task's fixed init state i after env.seed(SEED); "
+             "10 wait steps with the dummy action; then up to the suite's step budget (spatial 220, object 280, goal "
+             "300, libero_10 520, libero_90 400), rollback motion included; success from the environment. Each "
+             "episode is appended to a JSONL file as it ends; rerunning the same command skips finished episodes."),
+    "collect-demos": (_cmd_collect_demos, _collect_demos_options,
+                      "record successful demonstrations (LIBERO-style HDF5, resumable)",
+                      "Run a policy (the scripted expert by default) on N layouts per task and write the successful "
+                      "episodes to DIR/SUITE/TASK_NAME.hdf5. Layout k is sampled with seed SEED+k from the task's "
+                      "placement regions (never one of the fixed evaluation init states) unless --from-init-states. "
+                      "Rerunning resumes; the same command writes the same demonstrations."),
+    "train-policy": (_cmd_train_policy, _train_policy_options,
+                     "train the embedded policy by behaviour cloning on demonstrations",
+                     "Behaviour cloning of action chunks (state + privileged object poses + task one-hot -> H x 7 "
+                     "actions) from the HDF5 demonstrations of `recovery collect-demos`. CPU in minutes."),
+    "build-references": (_cmd_build_references, _build_references_options,
+                         "reference trajectories for the global quality metric",
+                         "Take the successful demonstrations of `recovery collect-demos` (eef position + fingers per "
+                         "step) as the reference trajectories of each task."),
+    "train-critic": (_cmd_train_critic, _train_critic_options,
+                     "train the value critic and risk head from base-policy rollouts",
+                     "Roll the base policy out on sampled layouts (half under action noise), train V(s) on discounted "
+                     "outcomes and the temporal value-risk head on V's traces, and report failure prediction (AUROC, "
+                     "lead time) on held-out episodes."),
+    "calibrate-rule": (_cmd_calibrate_rule, _calibrate_rule_options,
+                       "set the rule selector's thresholds for a suite and policy",
+                       "Run the policy with the never-intervening supervisor on sampled layouts (never the evaluation "
+                       "init states) and pick the thresholds (low quality, quality drop, tracking error) that together "
+                       "fire on at most FALSE_ALARM of its successful episodes. Execution quality is relative to the "
+                       "references: a weak policy scores low even when it succeeds, so every suite and policy needs "
+                       "its own."),
+    "train-selector": (_cmd_train_selector, _train_selector_options,
+                       "train the mode selector with PPO in simulation (resumable)",
+                       "PPO (stable-baselines3; the source's lr 1e-4, gamma 0.99, clip 0.2, vf 0.1, entropy 0.01) over "
+                       "parallel selector environments. One environment step is one decision every 5 control steps; "
+                       "reward +1 success, -1 failure, -0.02 per decision, -0.1 / -0.3 / -0.5 per retry / repair / "
+                       "reset. Episodes draw a task, a sampled layout (never an evaluation init state) and, on a share "
+                       "of them, the disturbance. PPO starts from a clone of the rule selector (--warm-start). "
+                       "Rerunning the same command resumes from OUT/checkpoint.zip."),
+    "serve-policy": (_cmd_serve_policy, _serve_policy_options, "serve a policy over the openpi websocket protocol",
+                     "Serve one of our policies to remote clients (e.g. a robot) with the openpi protocol: msgpack "
+                     "metadata frame, then msgpack observation -> {'actions': H x 7}. GET /healthz answers OK."),
+    "policies": (_cmd_policies, None, "list the registered policies", None),
+    "plot-episode": (_cmd_plot_episode, _plot_episode_options,
+                     "run one supervised episode and plot its quality/value/risk traces", None),
+    "compare": (_cmd_compare, _compare_options, "side-by-side success table of several evaluations",
+                "One column per variant (policy, selector/rollback, disturbance); only episodes present in every "
+                "variant (same task, init state and seed) are compared. 'rb' = rollbacks."),
+    "summarize": (_cmd_summarize, _summarize_options, "success table (95%% Wilson intervals) of results files", None),
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Every command is listed; only ``command``'s options are added (None: every command's)."""
     parser = argparse.ArgumentParser(
         prog="recovery", description="Agentic recovery for VLA robot manipulation: evaluate, train, deploy.",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (handler, options, summary, description) in COMMANDS.items():
+        command_parser = sub.add_parser(name, help=summary, description=description)
+        if options and command in (None, name):
+            options(command_parser)
+        command_parser.set_defaults(func=handler)
+    _add_ros_parser(sub)
+    return parser
 
-    tasks = sub.add_parser("tasks", help="list LIBERO suites, or the tasks of one suite")
-    tasks.add_argument("--suite", help="suite to list (default: list the suites)")
-    tasks.set_defaults(func=_cmd_tasks)
 
-    ev = sub.add_parser(
-        "eval", help="standard LIBERO evaluation (resumable)",
-        description="Standard LIBERO protocol: episode i starts from the task's fixed init state i after "
-        "env.seed(SEED); 10 wait steps with the dummy action; then up to the suite's step budget "
-        "(spatial 220, object 280, goal 300, libero_10 520, libero_90 400); success from the environment. "
-        "Each episode is appended to a JSONL file as it ends; rerunning the same command skips finished "
-        "episodes.",
-    )
-    ev.add_argument("--suite", required=True, help="e.g. libero_object, libero_spatial, libero_goal, libero_10, libero_90")
-    ev.add_argument("--tasks", nargs="*", default=[], help="task indices or names (default: all tasks of the suite)")
-    ev.add_argument("--episodes", type=int, default=50, help="episodes per task, init states 0..N-1 (default 50)")
-    _add_policy_args(ev, "expert")
-    ev.add_argument("--seed", type=int, default=7, help="environment seed before every reset (default 7)")
-    ev.add_argument("--workers", type=int, default=1, help="parallel simulator processes (default 1)")
-    ev.add_argument("--out", type=Path, help="results JSONL (default results/SUITE_POLICY_seedSEED.jsonl)")
-    ev.add_argument("--video", type=Path, metavar="DIR", help="write one MP4 per episode into DIR (renders cameras)")
-    ev.add_argument("--max-steps", type=int, help="override the suite's standard step budget")
-    ev.add_argument("--replan-every", type=int, default=5, help="actions executed per policy chunk (default 5)")
-    ev.add_argument("--camera-size", type=int, default=256, help="camera resolution when images are needed")
-    ev.add_argument("--no-progress", action="store_true", help="no progress bar")
-    ev.add_argument("--ray", metavar="ADDRESS", help="shard episodes over a Ray cluster (HOST:PORT, 'auto' to join the "
-                    "local `ray start`, 'local' for a fresh one); --workers Ray actors, one CPU each")
-    _add_recovery_args(ev, selector_default=None, disturbance_default="none")
-    ev.set_defaults(func=_cmd_eval)
-
-    cd = sub.add_parser(
-        "collect-demos", help="record successful demonstrations (LIBERO-style HDF5, resumable)",
-        description="Run a policy (the scripted expert by default) on N layouts per task and write the "
-        "successful episodes to DIR/SUITE/TASK_NAME.hdf5. Layout k is sampled with seed SEED+k from the "
-        "task's placement regions (never one of the fixed evaluation init states) unless --from-init-states. "
-        "Rerunning resumes.",
-    )
-    cd.add_argument("--suite", required=True)
-    cd.add_argument("--tasks", nargs="*", default=[], help="task indices or names (default: all)")
-    cd.add_argument("--demos", type=int, default=50, help="attempts per task (default 50); failures are dropped")
-    cd.add_argument("--policy", default="expert", help="demonstrator (default expert)")
-    cd.add_argument("--seed", type=int, default=1000, help="seed of layout 0 (default 1000)")
-    cd.add_argument("--from-init-states", action="store_true", help="use the fixed init states 0..N-1 instead")
-    cd.add_argument("--disturbance", default="action_jitter",
-                    help="execution noise while recording (default action_jitter: DART; 'none' for clean runs)")
-    cd.add_argument("--workers", type=int, default=1)
-    cd.add_argument("--out", type=Path, default=Path("demos"), help="output directory (default demos/)")
-    cd.add_argument("--images", action="store_true", help="also record both camera images (slow)")
-    cd.add_argument("--no-progress", action="store_true")
-    cd.set_defaults(func=_cmd_collect_demos)
-
-    tp = sub.add_parser(
-        "train-policy", help="train the embedded policy by behaviour cloning on demonstrations",
-        description="Behaviour cloning of action chunks (state + privileged object poses + task one-hot -> "
-        "H x 7 actions) from the HDF5 demonstrations of `recovery collect-demos`. CPU in minutes.",
-    )
-    tp.add_argument("--suite", required=True)
-    tp.add_argument("--demos", type=Path, default=Path("demos"), help="demonstrations directory (default demos/)")
-    tp.add_argument("--out", type=Path, help="checkpoint path (default checkpoints/embedded_SUITE.pt)")
-    tp.add_argument("--epochs", type=int, default=60)
-    tp.add_argument("--horizon", type=int, default=8, help="actions per predicted chunk (default 8)")
-    tp.add_argument("--hidden", type=int, default=512, help="MLP width (default 512)")
-    tp.add_argument("--seed", type=int, default=0)
-    tp.add_argument("--device", default="auto", help="cpu, cuda or auto (default auto: CUDA if present)")
-    tp.add_argument("--no-progress", action="store_true")
-    tp.set_defaults(func=_cmd_train_policy)
-
-    br = sub.add_parser("build-references", help="reference trajectories for the global quality metric",
-                        description="Take the successful demonstrations of `recovery collect-demos` (eef position + "
-                        "fingers per step) as the reference trajectories of each task.")
-    br.add_argument("--suite", required=True)
-    br.add_argument("--demos", type=Path, default=Path("demos"))
-    br.add_argument("--references", type=Path, default=Path("references"), help="output directory")
-    br.set_defaults(func=_cmd_build_references)
-
-    tc = sub.add_parser("train-critic", help="train the value critic and risk head from base-policy rollouts",
-                        description="Roll the base policy out on sampled layouts (half under action noise), train "
-                        "V(s) on discounted outcomes and the temporal value-risk head on V's traces, and report "
-                        "failure prediction (AUROC, lead time) on held-out episodes.")
-    tc.add_argument("--suite", required=True)
-    tc.add_argument("--policy", default="embedded")
-    tc.add_argument("--episodes", type=int, default=20, help="rollouts per task and condition (default 20)")
-    tc.add_argument("--seed", type=int, default=2000)
-    tc.add_argument("--workers", type=int, default=1)
-    tc.add_argument("--data", type=Path, default=Path("critic_data"), help="rollout store (resumable)")
-    tc.add_argument("--out", type=Path, help="critic checkpoint (default critics/checkpoints/SUITE.pt)")
-    tc.add_argument("--hidden", type=int, default=64, help="width of V(s)'s hidden layers (default 64: it runs "
-                    "every step)")
-    tc.add_argument("--no-progress", action="store_true")
-    tc.set_defaults(func=_cmd_train_critic)
-
-    cr = sub.add_parser("calibrate-rule", help="set the rule selector's thresholds for a suite and policy",
-                        description="Run the policy with the never-intervening supervisor on sampled layouts (never "
-                        "the evaluation init states) and pick the thresholds (low quality, quality drop, tracking "
-                        "error) that together fire on at most FALSE_ALARM of its successful episodes. Execution "
-                        "quality is relative to the references: a weak policy scores low even when it succeeds, so "
-                        "every suite and policy needs its own.")
-    cr.add_argument("--suite", required=True)
-    cr.add_argument("--policy", default="embedded")
-    cr.add_argument("--episodes", type=int, default=10, help="sampled layouts per task (default 10)")
-    cr.add_argument("--seed", type=int, default=3000, help="seed of layout 0 (default 3000)")
-    cr.add_argument("--false-alarm", type=float, default=0.1,
-                    help="share of successful episodes on which the rule may fire (default 0.1)")
-    cr.add_argument("--disturbance", default="action_noise", help="measure how often the thresholds catch this "
-                    "disturbance soon after its onset, on the same layouts ('none': skip; default action_noise)")
-    cr.add_argument("--references", type=Path, default=REFERENCES_SHIPPED)
-    cr.add_argument("--workers", type=int, default=1)
-    cr.add_argument("--data", type=Path, default=Path("critic_data"),
-                    help="rollout store (resumable; delete SUITE/rule_calibration.jsonl in it after rebuilding references)")
-    cr.add_argument("--out", type=Path, help="thresholds file (default critics/checkpoints/SUITE_POLICY.rule.json, "
-                    "which `recovery eval --selector rule` reads)")
-    cr.add_argument("--no-progress", action="store_true")
-    cr.set_defaults(func=_cmd_calibrate_rule)
-
-    ts = sub.add_parser(
-        "train-selector", help="train the mode selector with PPO in simulation (resumable)",
-        description="PPO (stable-baselines3; the source's lr 1e-4, gamma 0.99, clip 0.2, vf 0.1, entropy 0.01) "
-        "over parallel selector environments. One environment step is one decision every 5 control steps; "
-        "reward +1 success, -1 failure, -0.02 per decision, -0.1 / -0.3 / -0.5 per retry / repair / reset. "
-        "Episodes draw a task, a sampled layout (never an evaluation init state) and, on a share of them, the "
-        "disturbance. PPO starts from a clone of the rule selector (--warm-start). Rerunning the same command "
-        "resumes from OUT/checkpoint.zip.",
-    )
-    ts.add_argument("--suite", required=True)
-    ts.add_argument("--tasks", nargs="*", default=[], help="task indices or names (default: all)")
-    _add_policy_args(ts, "embedded")
-    ts.add_argument("--decisions", type=int, default=20_000, help="total decisions over all environments")
-    ts.add_argument("--warm-start", type=int, default=2_000, metavar="DECISIONS",
-                    help="decisions of the rule selector (the suite's thresholds) cloned into the actor before PPO "
-                    "starts (default 2000; 0: start from a random actor)")
-    ts.add_argument("--envs", type=int, default=2, help="parallel environments (processes or Ray actors; default 2)")
-    ts.add_argument("--n-steps", type=int, default=256, help="decisions per environment between PPO updates")
-    ts.add_argument("--max-steps", type=int, help="override the suite's step budget per episode")
-    ts.add_argument("--disturbed-share", type=float, default=0.5, help="share of disturbed episodes (default 0.5)")
-    ts.add_argument("--checkpoint-every", type=int, default=2_000, help="decisions between checkpoints")
-    ts.add_argument("--eval-every", type=int, default=5_000, help="decisions between evaluations (0: none)")
-    ts.add_argument("--eval-episodes", type=int, default=10)
-    ts.add_argument("--seed", type=int, default=0)
-    ts.add_argument("--device", default="auto", help="cpu, cuda or auto (default auto: CUDA if present)")
-    ts.add_argument("--ray", metavar="ADDRESS", help="run the environments as Ray actors on this cluster")
-    ts.add_argument("--out", type=Path, help="run directory (default selectors/SUITE)")
-    ts.add_argument("--no-progress", action="store_true")
-    _add_recovery_args(ts, selector_default="ppo", disturbance_default="action_noise", choose_selector=False)
-    ts.set_defaults(func=_cmd_train_selector)
-
-    sp = sub.add_parser(
-        "serve-policy", help="serve a policy over the openpi websocket protocol",
-        description="Serve one of our policies to remote clients (e.g. a robot) with the openpi protocol: "
-        "msgpack metadata frame, then msgpack observation -> {'actions': H x 7}. GET /healthz answers OK.",
-    )
-    _add_policy_args(sp, "zero")
-    sp.add_argument("--host", default="0.0.0.0", help="interface to bind (default all)")
-    sp.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
-    sp.set_defaults(func=_cmd_serve_policy)
-
-    pl = sub.add_parser("policies", help="list the registered policies")
-    pl.set_defaults(func=_cmd_policies)
-
-    pe = sub.add_parser("plot-episode", help="run one supervised episode and plot its quality/value/risk traces")
-    pe.add_argument("--suite", required=True)
-    pe.add_argument("--tasks", nargs="*", default=[], help="the task (index or name; default 0)")
-    pe.add_argument("--init", type=int, default=0, help="init state index (default 0)")
-    pe.add_argument("--seed", type=int, default=7)
-    _add_policy_args(pe, "embedded")
-    _add_recovery_args(pe, selector_default="rule", disturbance_default="action_noise")
-    pe.add_argument("--out", type=Path, default=Path("results/episode_trace.png"))
-    pe.set_defaults(func=_cmd_plot_episode)
-
-    cp = sub.add_parser("compare", help="side-by-side success table of several evaluations",
-                        description="One column per variant (policy, selector/rollback, disturbance); only episodes "
-                        "present in every variant (same task, init state and seed) are compared. 'rb' = rollbacks.")
-    cp.add_argument("files", nargs="+", type=Path)
-    cp.add_argument("--out", type=Path, help="also write the table (Markdown) here")
-    cp.set_defaults(func=_cmd_compare)
-
-    sm = sub.add_parser("summarize", help="success table (95%% Wilson intervals) of results files")
-    sm.add_argument("files", nargs="+", type=Path)
-    sm.set_defaults(func=_cmd_summarize)
-
+def _add_ros_parser(sub) -> None:
     ros = sub.add_parser("ros", help="ROS 2: start the supervisor and its companion nodes (pip install '.[ros]')")
     ros_sub = ros.add_subparsers(dest="ros_command", required=True, metavar="ROS_COMMAND")
     ros_up = ros_sub.add_parser(
@@ -505,30 +570,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ros_up.add_argument("params", type=Path, help="parameter file (e.g. launch/sim.yaml, launch/robot.yaml)")
     ros_up.set_defaults(func=_cmd_ros)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    command = next((a for a in argv if not a.startswith("-")), "")
+    args = build_parser(command).parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    from critics.references import MissingReferencesError
-    from recovery.evaluation.results import ResultsBusyError, ResultsMismatchError
-    from recovery.evaluation.runner import TooManyEpisodesError
-    from recovery.learning.selector import SelectorCheckpointError
-    from recovery.learning.run_dir import ResumeMismatchError
-    from recovery.ray_cluster import RayUnavailableError
-    from recovery.rule_calibration import RuleConfigError
-    from recovery.selectors import UnknownSelectorError
-    from sim.disturbances import UnknownDisturbanceError
-    from sim.tasks import UnknownTaskError
-    from vla_wrappers.base import PolicyConfigError
-
     try:
         return args.func(args)
-    except (UnknownTaskError, TooManyEpisodesError, PolicyConfigError, MissingReferencesError,
-            UnknownDisturbanceError, UnknownSelectorError, FileNotFoundError, SelectorCheckpointError,
-            ResumeMismatchError, ResultsMismatchError, ResultsBusyError, RayUnavailableError, RuleConfigError) as exc:
+    except (RecoveryError, FileNotFoundError) as exc:  # a user error: say what is wrong, no traceback
         print(f"recovery {args.command}: error: {exc}", file=sys.stderr)
         return 2
 

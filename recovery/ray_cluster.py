@@ -10,8 +10,10 @@ from __future__ import annotations
 import socket
 from typing import Any
 
+from recovery.core.errors import RecoveryError
 
-class RayUnavailableError(RuntimeError):
+
+class RayUnavailableError(RecoveryError, RuntimeError):
     """Ray is not installed, or its cluster cannot be reached."""
 
 

@@ -12,13 +12,17 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from recovery.core.errors import RecoveryError
+from recovery.core.protocol import max_steps_for
+from recovery.supervision.config import SupervisorConfig
+
 PANDA_JOINTS = tuple(f"panda_joint{i}" for i in range(1, 8))
 PANDA_FINGERS = ("panda_finger_joint1", "panda_finger_joint2")
 # ROS declares these on every node; they are not ours to configure
 ROS_RESERVED = frozenset({"use_sim_time", "start_type_description_service"})
 
 
-class ConfigError(ValueError):
+class ConfigError(RecoveryError, ValueError):
     """A parameter file that does not fit the node's settings (unknown key, wrong type, bad value)."""
 
 
@@ -103,14 +107,23 @@ class SupervisorNodeConfig:
     """The recovery supervisor node: base policy, supervisor (metrics, critics, selector), robot."""
 
     suite: str = "libero_object"  # where the reference trajectories and the critic come from
-    task: int = 0  # task index in the suite: references, critic, default instruction
-    instruction: str = ""  # "" = the task's instruction; `~/instruction` (std_msgs/String) overrides
+    # the task whose reference trajectories (and, for a LIBERO task, instruction) the supervisor uses
+    task: str = "pick_up_the_alphabet_soup_and_place_it_in_the_basket"
+    instruction: str = ""  # "" = the task name in words; `~/instruction` (std_msgs/String) overrides
     policy: str = "embedded"  # a registered policy (embedded, openpi, ...) or module:Class
     policy_options: dict[str, str] = field(default_factory=dict)  # e.g. openpi: host, port, timeout_s
     replan_every: int = 5
     selector: str = "rule"  # rule | none | ppo
-    max_rollbacks: int = 3
-    max_steps: int = 280  # control steps per episode, rollback motion included
+    max_rollbacks: int = SupervisorConfig.max_rollbacks
+    max_steps: int = 0  # control steps per episode, rollback motion included; 0: the suite's standard budget
+
+    @property
+    def episode_steps(self) -> int:
+        return self.max_steps or max_steps_for(self.suite)
+
+    @property
+    def task_instruction(self) -> str:
+        return self.instruction or self.task.replace("_", " ")
     scene_reset_service: str = ""  # std_srvs/Trigger called before each episode ("" = none: a person resets)
     robot: RobotConfig = field(default_factory=RobotConfig)
 

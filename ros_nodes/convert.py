@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sim.servo import POS_SCALE, ROT_SCALE
+from recovery.core.actions import POS_SCALE, ROT_SCALE
 
 # sensor_msgs/Image encodings we decode without cv_bridge: channels and how to reach RGB
 IMAGE_ENCODINGS = {"rgb8": (3, (0, 1, 2)), "bgr8": (3, (2, 1, 0)), "rgba8": (4, (0, 1, 2)),

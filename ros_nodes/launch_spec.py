@@ -17,6 +17,8 @@ from pathlib import Path
 
 import yaml
 
+from recovery.core.errors import RecoveryError
+
 LAUNCH_SECTION = "launch"
 # executable (setup.cfg console script) -> module with its main()
 EXECUTABLES = {
@@ -26,7 +28,7 @@ EXECUTABLES = {
 }
 
 
-class LaunchSpecError(ValueError):
+class LaunchSpecError(RecoveryError, ValueError):
     """A parameter file whose node list cannot be started."""
 
 

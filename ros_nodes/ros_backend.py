@@ -1,9 +1,10 @@
-"""A ROS 2 arm as a RobotBackend: the supervisor drives it exactly as it drives LIBERO.
+"""A ROS 2 arm as a RobotBackend: the episode loop drives it exactly as it drives LIBERO.
 
 In: ``sensor_msgs/JointState`` (arm + fingers), the end-effector pose (PoseStamped), the contact
 wrench, optional object poses and camera images. Out: one TwistStamped + gripper command per
-control period, and rollback as a joint-space ``trajectory_msgs/JointTrajectory`` on the
-controller's topic (or a FollowJointTrajectory goal where control_msgs is installed).
+control period for a policy action; for a ``JointTarget`` (a rollback), one joint-space
+``trajectory_msgs/JointTrajectory`` on the controller's topic (or a FollowJointTrajectory goal where
+control_msgs is installed) when the target is new, then nothing while the controller runs it.
 
 Safety: every input must be younger than ``max_state_age_s`` or ``observe`` raises StaleStateError
 (the caller holds: nothing is commanded from old data); a JointState with other joint names is
@@ -16,7 +17,6 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Callable
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
@@ -24,11 +24,10 @@ from rclpy.node import Node
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Bool, Float64
 
-from recovery.backend import (
-    GRIPPER_OPEN, ContactInfo, EefPose, MoveResult, Observation, PoseJointMemory, RobotBackend, StepResult,
-    validate_action,
-)
-from recovery.features import quat_xyzw_to_matrix
+from recovery.core.actions import validate_action
+from recovery.core.errors import RecoveryError
+from recovery.core.features import quat_xyzw_to_matrix
+from recovery.core.robot import Command, ContactInfo, EefPose, JointTarget, Observation, RobotBackend, StepResult
 from ros_nodes.config import ConfigError, RobotConfig
 from ros_nodes.convert import action_to_twist, image_to_rgb, standard_state
 from ros_nodes.messages import pose_arrays, to_sec, trajectory_msg
@@ -36,7 +35,7 @@ from ros_nodes.state import ArmStateCache, JointMapper, JointNamesError, StaleSt
 from ros_nodes.trajectory import TrajectoryLimitError, check_trajectory, plan_joint_move
 
 
-class EmergencyStopError(RuntimeError):
+class EmergencyStopError(RecoveryError, RuntimeError):
     """The emergency stop is engaged: no command may be sent until it is reset."""
 
 
@@ -48,12 +47,11 @@ class RosBackend(RobotBackend):
         self.log = node.get_logger()
         self.joints = JointMapper(config.joints.names, config.joints.finger_names)
         self.state = ArmStateCache()
-        self.poses = PoseJointMemory()
+        self._motion: JointTarget | None = None  # the joint target whose trajectory the controller runs
         self._command_lock = threading.Lock()  # an e-stop can never slip between its check and a publish
         self._estopped = False
         self._next_tick: float | None = None
         self._obs: Observation | None = None
-        self.on_move: Callable[[str, dict], None] = lambda phase, info: None  # start | end | refused
         topics = config.topics
         node.create_subscription(JointState, topics.joint_states, self._on_joint_state, 10)
         node.create_subscription(PoseStamped, topics.eef_pose, self._on_eef_pose, 10)
@@ -122,80 +120,46 @@ class RosBackend(RobotBackend):
         self._obs = obs
         return obs
 
-    def step(self, action: np.ndarray) -> StepResult:
-        act = validate_action(action)
-        linear, angular, gripper = action_to_twist(act, self.config.period)
-        msg = TwistStamped()
-        msg.header.stamp = self.node.get_clock().now().to_msg()
-        msg.header.frame_id = self.config.frame_id
-        msg.twist.linear.x, msg.twist.linear.y, msg.twist.linear.z = (float(v) for v in linear)
-        msg.twist.angular.x, msg.twist.angular.y, msg.twist.angular.z = (float(v) for v in angular)
-        with self._command_lock:
-            self._check_estop()
-            self._twist_pub.publish(msg)
-            self._gripper_pub.publish(Float64(data=gripper))
+    def step(self, command: Command) -> StepResult:
+        if isinstance(command, JointTarget):
+            self._follow(command)
+        else:
+            self._twist(validate_action(command))
         self._wait_tick()
         return StepResult(self.observe(), bool(self.state.latest("success")))
 
     def eef_pose(self) -> EefPose:
-        """Pose of the last observation; remembered with its joints as a possible rollback goal."""
         obs = self._last_obs()
-        pose = EefPose(obs["eef_pos"], quat_xyzw_to_matrix(obs["eef_quat"]))
-        self.poses.remember(pose, obs["joint_pos"])
-        return pose
+        return EefPose(obs["eef_pos"], quat_xyzw_to_matrix(obs["eef_quat"]))
 
     def contacts(self) -> ContactInfo:
         return ContactInfo(float(self._last_obs()["contact_force"]), frozenset())
 
-    def move_to(self, target: EefPose, gripper: float = GRIPPER_OPEN, max_steps: int = 60,
-                pos_tol: float = 0.002, rot_tol: float = 0.02) -> MoveResult:
-        """Joint-space rollback to the joints seen at ``target``, within the velocity and
-        acceleration limits; refused (not reached, 0 steps) when no safe trajectory exists."""
-        goal = self.poses.lookup(target)
-        start = self.observe()["joint_pos"]
-        if goal is None:
-            return self._refuse(target, "no joint configuration was seen at the target pose")
-        cfg = self.config
+    def joint_move_problem(self, target: JointTarget, max_steps: int) -> str | None:
+        """Why the joint-space trajectory to ``target`` is refused: outside the joint, velocity or
+        acceleration limits, a joint moving too far, or longer than ``max_steps`` periods."""
         try:
-            path = plan_joint_move(start, goal, cfg.joints.limits, cfg.trajectory_dt, cfg.max_rollback_joint_step)
+            path = self._plan(target)
         except TrajectoryLimitError as exc:
-            return self._refuse(target, str(exc))
-        problems = check_trajectory(start, path, cfg.joints.limits)
-        budget = max_steps * cfg.period
+            return str(exc)
+        problems = check_trajectory(self._last_obs()["joint_pos"], path, self.config.joints.limits)
+        budget = max_steps * self.config.period
         if path.duration > budget:
             problems.append(f"needs {path.duration:.2f} s within the limits, the budget is {budget:.2f} s")
-        if problems:
-            return self._refuse(target, "; ".join(problems))
-        with self._command_lock:
-            self._check_estop()
-            self._gripper_pub.publish(Float64(data=float(gripper)))
-            done = self._trajectory(trajectory_msg(cfg.joints.names, path))
-        self.on_move("start", {"duration": path.duration, "points": len(path.times), "goal": goal.tolist()})
-        started = time.monotonic()
-        steps = 0
-        while steps < max_steps:
-            self._wait_tick()
-            steps += 1
-            self._check_estop()
-            if time.monotonic() - started < path.duration or not done():
-                continue
-            pos_err, rot_err = self._errors(target)
-            if pos_err <= pos_tol and rot_err <= rot_tol:
-                break
-        self._next_tick = None
-        result = self._result(target, steps, pos_tol, rot_tol)
-        self.on_move("end", {"reached": result.reached, "steps": steps, "pos_error": result.pos_error,
-                             "rot_error": result.rot_error})
-        return result
+        return "; ".join(problems) or None
+
+    def idle(self) -> None:
+        """One control period without commanding anything (holding)."""
+        self._wait_tick()
 
     def close(self) -> None:
         """Publishers and subscriptions go with the node."""
 
     # --- episode and safety ---------------------------------------------------------------------
     def start_episode(self) -> None:
-        self.poses.reset()
         self._next_tick = None
         self._obs = None
+        self._motion = None
 
     def engage_emergency_stop(self) -> None:
         with self._command_lock:
@@ -208,10 +172,6 @@ class RosBackend(RobotBackend):
     @property
     def estopped(self) -> bool:
         return self._estopped
-
-    def wait_period(self) -> None:
-        """One control period without commanding anything (holding)."""
-        self._wait_tick()
 
     # --- helpers ---------------------------------------------------------------------------------
     def _check_estop(self) -> None:
@@ -229,32 +189,48 @@ class RosBackend(RobotBackend):
             raise StaleStateError("no observation yet: call observe() first")
         return self._obs
 
-    def _errors(self, target: EefPose) -> tuple[float, float]:
-        pos, quat = self.state.latest("eef_pose")
-        return EefPose(pos, quat_xyzw_to_matrix(quat)).distance(target)
+    def _twist(self, action: np.ndarray) -> None:
+        linear, angular, gripper = action_to_twist(action, self.config.period)
+        msg = TwistStamped()
+        msg.header.stamp = self.node.get_clock().now().to_msg()
+        msg.header.frame_id = self.config.frame_id
+        msg.twist.linear.x, msg.twist.linear.y, msg.twist.linear.z = (float(v) for v in linear)
+        msg.twist.angular.x, msg.twist.angular.y, msg.twist.angular.z = (float(v) for v in angular)
+        with self._command_lock:
+            self._check_estop()
+            self._twist_pub.publish(msg)
+            self._gripper_pub.publish(Float64(data=gripper))
+        self._motion = None
 
-    def _refuse(self, target: EefPose, reason: str) -> MoveResult:
-        self.log.error(f"rollback refused: {reason}")
-        self.on_move("refused", {"reason": reason})
-        return self._result(target, 0)
+    def _follow(self, target: JointTarget) -> None:
+        """Send the trajectory to a new target; while the controller runs it, command nothing more."""
+        if self._motion is not None and np.array_equal(self._motion.joints, target.joints):
+            self._check_estop()
+            return
+        path = self._plan(target)
+        problems = check_trajectory(self._last_obs()["joint_pos"], path, self.config.joints.limits)
+        if problems:
+            raise TrajectoryLimitError("; ".join(problems))
+        with self._command_lock:
+            self._check_estop()
+            self._gripper_pub.publish(Float64(data=float(target.gripper)))
+            self._trajectory(trajectory_msg(self.config.joints.names, path))
+        self._motion = target
 
-    def _result(self, target: EefPose, steps: int, pos_tol: float = 0.0, rot_tol: float = 0.0) -> MoveResult:
-        pos_err, rot_err = self._errors(target)
-        return MoveResult(steps > 0 and pos_err <= pos_tol and rot_err <= rot_tol, steps, pos_err, rot_err)
+    def _plan(self, target: JointTarget):
+        cfg = self.config
+        return plan_joint_move(self._last_obs()["joint_pos"], target.joints, cfg.joints.limits, cfg.trajectory_dt,
+                               cfg.max_rollback_joint_step)
 
     def _trajectory_sender(self):
-        """A function that sends a JointTrajectory and returns a ``done()`` probe: the controller's
-        topic (done once the points have run), or FollowJointTrajectory (done on its result)."""
+        """A function that sends a JointTrajectory: on the controller's topic, or as a
+        FollowJointTrajectory goal. The supervisor judges the motion by the poses it observes."""
         if self.config.trajectory_interface == "topic":
             from trajectory_msgs.msg import JointTrajectory
 
             publisher = self.node.create_publisher(JointTrajectory, self.config.topics.trajectory, 10)
 
-            def send_topic(msg):
-                publisher.publish(msg)
-                return lambda: True
-
-            return send_topic
+            return publisher.publish
         try:
             from control_msgs.action import FollowJointTrajectory
             from rclpy.action import ActionClient
@@ -263,14 +239,9 @@ class RosBackend(RobotBackend):
                               "not installed: use trajectory_interface=topic") from exc
         client = ActionClient(self.node, FollowJointTrajectory, self.config.topics.trajectory_action)
 
-        def send_action(msg):
+        def send_action(msg) -> None:
             if not client.wait_for_server(timeout_sec=1.0):
                 raise RuntimeError(f"no FollowJointTrajectory server on {self.config.topics.trajectory_action}")
-            goal = FollowJointTrajectory.Goal(trajectory=msg)
-            sent = client.send_goal_async(goal)
-            result: list = []
-            sent.add_done_callback(lambda f: f.result().get_result_async().add_done_callback(result.append)
-                                   if f.result().accepted else result.append(None))
-            return lambda: bool(result)
+            client.send_goal_async(FollowJointTrajectory.Goal(trajectory=msg))
 
         return send_action

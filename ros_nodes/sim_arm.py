@@ -19,8 +19,9 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from recovery.backend import EefPose, Observation
-from recovery.evaluation.episode import NUM_WAIT_STEPS, WAIT_ACTION
+from recovery.core.actions import WAIT_ACTION
+from recovery.core.loop import NUM_WAIT_STEPS
+from recovery.core.robot import EefPose, Observation
 from ros_nodes.config import SimArmConfig
 from ros_nodes.convert import twist_to_action
 from ros_nodes.trajectory import JointPath, sample

@@ -12,12 +12,14 @@ from typing import Any
 
 import numpy as np
 
+from recovery.core.errors import RecoveryError
 
-class StaleStateError(RuntimeError):
+
+class StaleStateError(RecoveryError, RuntimeError):
     """An input older than the allowed age (or never received): hold, never act on it."""
 
 
-class JointNamesError(ValueError):
+class JointNamesError(RecoveryError, ValueError):
     """A JointState whose joint names or counts do not match the configuration."""
 
 

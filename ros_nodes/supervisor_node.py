@@ -1,21 +1,22 @@
 """ROS node ``supervisor``: the recovery supervisor driving an arm through ROS 2.
 
 The same Supervisor as in LIBERO (base policy through the chunk broker, quality metrics, value and
-risk critics, mode selector, physical rollback), over a RosBackend.
+risk critics, mode selector, physical rollback) and the same episode loop, over a RosBackend; the
+node's topics are one more subscriber of the loop.
 
 Interface (``~`` is the node's name):
 - services (std_srvs/Trigger): ``~/start_episode``, ``~/stop_episode``, ``~/emergency_stop``,
   ``~/reset_emergency_stop``
 - ``~/instruction`` (std_msgs/String, in): the instruction of the next episode
 - ``~/mode`` (std_msgs/String, latched): IDLE | EXECUTE | HOLD | ROLLBACK | ESTOP
-- ``~/events`` (std_msgs/String, JSON): episode_start, hold, decision, rollback_start,
+- ``~/events`` (std_msgs/String, JSON): episode_start, hold, decision (a rollback starts),
   rollback_end, episode_end (with the supervisor's summary), emergency_stop
 - ``~/status`` (std_msgs/String, JSON): episode, step, mode, rollbacks, every control step
 - the emergency-stop topic (std_msgs/Bool, latched): engaged by the service or by anyone else
 
 Holding: a stale input or a policy that fails (e.g. its server is down) sends nothing for that
-period, reports why, and tries again the next period; the arm driver's own command timeout keeps
-the arm still.
+period, reports why, and tries again the next period (the loop's ``hold_on``); the arm driver's
+own command timeout keeps the arm still.
 """
 
 from __future__ import annotations
@@ -24,27 +25,26 @@ import json
 import sys
 import threading
 import time
-from collections import Counter
 
 import rclpy
 from rclpy.node import Node
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 
-from recovery.evaluation.assembly import RecoveryOptions, build_supervisor
-from recovery.evaluation.results import EpisodeSpec
-from recovery.supervisor import SupervisorConfig
+from recovery.core.loop import LoopConfig, Step, Subscriber, run_episode
+from recovery.supervision.build import build_supervisor, make_selector
+from recovery.supervision.config import RecoveryOptions, SupervisorConfig
 from ros_nodes.config import SupervisorNodeConfig
 from ros_nodes.messages import LATCHED
 from ros_nodes.ros_backend import EmergencyStopError, RosBackend
 from ros_nodes.runtime import node_main
 from ros_nodes.state import StaleStateError
-from sim.tasks import resolve_task
 from vla_wrappers.base import PolicyError
 from vla_wrappers.broker import ChunkBroker
 from vla_wrappers.registry import make_policy
 
 SCENE_RESET_TIMEOUT_S = 30.0
+TOPIC_MODES = {"EXECUTE": "EXECUTE", "HOLD": "HOLD", "RETRY": "ROLLBACK", "REPAIR": "ROLLBACK", "RESET": "ROLLBACK"}
 
 
 class SupervisorNode:
@@ -52,13 +52,12 @@ class SupervisorNode:
         self.node, self.config = node, config
         self.log = node.get_logger()
         self.backend = RosBackend(node, config.robot)
-        self.backend.on_move = self._on_move
         policy = make_policy(config.policy, self.backend, config.policy_options)
-        spec = EpisodeSpec(config.suite, config.task, 0, 0, config.policy, selector=config.selector)
-        self.agent = build_supervisor(self.backend, ChunkBroker(policy, config.replan_every), spec,
-                                      RecoveryOptions(selector=config.selector, rollback="physical",
-                                                      supervisor=SupervisorConfig(max_rollbacks=config.max_rollbacks)))
-        self.instruction = config.instruction or resolve_task(config.suite, config.task).instruction
+        options = RecoveryOptions(selector=config.selector, rollback="physical",
+                                  supervisor=SupervisorConfig(max_rollbacks=config.max_rollbacks))
+        self.agent = build_supervisor(self.backend, ChunkBroker(policy, config.replan_every), config.suite,
+                                      config.task, make_selector(options, config.suite, config.policy), options)
+        self.instruction = config.task_instruction
         self.episode, self.mode = 0, ""
         self._start, self._stop = threading.Event(), threading.Event()
         self._running = False
@@ -139,41 +138,30 @@ class SupervisorNode:
         self.backend.start_episode()
         try:
             self._reset_scene()
-            self.agent.reset(self.instruction)
-        except Exception as exc:  # a scene that cannot reset, a policy that does not know the task
+        except Exception as exc:  # a scene that cannot reset
             self.log.error(f"episode {self.episode} not started: {exc}")
             self._event("episode_end", success=False, steps=0, reason=f"not started: {exc}")
             return
         self._event("episode_start", instruction=self.instruction)
         self._set_mode("EXECUTE")
-        steps, success, reason = 0, False, "max_steps"
-        modes: Counter[str] = Counter()
-        while steps + self.agent.recovery_steps < self.config.max_steps and rclpy.ok():
-            if self._stop.is_set() or self.backend.estopped:
-                reason = "stopped" if self._stop.is_set() else "emergency_stop"
-                break
-            try:
-                action = self.agent.act(self.backend.observe())
-                result = self.backend.step(action)
-            except (StaleStateError, PolicyError) as exc:
-                self._hold(f"{'stale input' if isinstance(exc, StaleStateError) else 'policy failed'}: {exc}")
-                continue
-            except EmergencyStopError:
-                reason = "emergency_stop"
-                break
-            except Exception as exc:
-                self.log.error(f"episode {self.episode} aborted: {exc!r}")
-                reason = f"error: {exc!r}"
-                break
-            steps += 1
-            modes = self._report_decisions(modes, steps)
-            self._set_mode("EXECUTE")
-            self._status(steps)
-            if result.success:
-                success, reason = True, "success"
-                break
-        self._event("episode_end", success=success, steps=steps, reason=reason, summary=self.agent.summary())
-        self.log.info(f"episode {self.episode}: {reason} after {steps} steps, {self.agent.rollbacks} rollbacks")
+        loop = LoopConfig(max_steps=self.config.episode_steps, wait_steps=0, hold_on=(StaleStateError, PolicyError))
+        outcome = run_episode(self.backend, self.agent, self.instruction, loop, (_Topics(self),), self._stop_reason)
+        reason = outcome.reason
+        if isinstance(outcome.error, EmergencyStopError):
+            reason = "emergency_stop"
+        elif outcome.error is not None:
+            reason = f"error: {outcome.error!r}"
+            self.log.error(f"episode {self.episode} aborted: {outcome.error!r}")
+        self._event("episode_end", success=outcome.success, steps=outcome.steps, reason=reason,
+                    summary=outcome.extras)
+        self.log.info(f"episode {self.episode}: {reason} after {outcome.steps} steps, {self.agent.rollbacks} rollbacks")
+
+    def _stop_reason(self) -> str | None:
+        if self._stop.is_set():
+            return "stopped"
+        if self.backend.estopped:
+            return "emergency_stop"
+        return None if rclpy.ok() else "shutdown"
 
     def _reset_scene(self) -> None:
         if self._scene_reset is None:
@@ -187,28 +175,10 @@ class SupervisorNode:
         if not future.done() or not future.result().success:
             raise RuntimeError(f"scene reset {self.config.scene_reset_service} failed")
 
-    def _hold(self, reason: str) -> None:
-        """Nothing is commanded this period; the reason is reported on entering the hold."""
-        if self.mode != "HOLD":
-            self.log.warning(f"holding: {reason}")
-            self._event("hold", reason=reason)
-        self._set_mode("HOLD")
-        self.backend.wait_period()
-
-    def _report_decisions(self, before: Counter, step: int) -> Counter:
-        now = Counter(self.agent.summary()["modes"])
-        for mode in (now - before):
-            if mode != "EXECUTE":
-                self._event("decision", mode=mode, step=step, rollbacks=self.agent.rollbacks)
-        return now
-
-    def _on_move(self, phase: str, info: dict) -> None:
-        if phase == "start":
-            self._set_mode("ROLLBACK")
-        self._event(f"rollback_{phase}", **info)
-
     # --- outputs ---------------------------------------------------------------------------------------
     def _set_mode(self, mode: str) -> None:
+        if self.backend.estopped and mode not in ("ESTOP", "IDLE"):
+            mode = "ESTOP"  # the episode thread may still be finishing a period: the record must say ESTOP
         if mode != self.mode:
             self.mode = mode
             self._mode_pub.publish(String(data=mode))
@@ -221,6 +191,25 @@ class SupervisorNode:
         self._status_pub.publish(String(data=json.dumps({
             "episode": self.episode, "step": step, "mode": self.mode, "rollbacks": self.agent.rollbacks,
             "recovery_steps": self.agent.recovery_steps, "instruction": self.instruction})))
+
+
+class _Topics(Subscriber):
+    """The episode loop's steps, mode switches and decisions on the node's topics."""
+
+    def __init__(self, node: SupervisorNode):
+        self.node = node
+
+    def on_step(self, step: Step) -> None:
+        self.node._status(step.index)
+
+    def on_event(self, event: dict) -> None:
+        if event["event"] != "mode":
+            self.node._event(event.pop("event"), **event)
+            return
+        if event["mode"] == "HOLD" and "reason" in event:
+            self.node.log.warning(f"holding: {event['reason']}")
+            self.node._event("hold", reason=event["reason"], step=event["step"])
+        self.node._set_mode(TOPIC_MODES[event["mode"]])
 
 
 def main(args: list[str] | None = None) -> int:

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from recovery.core.errors import RecoveryError
 from ros_nodes.config import JointLimits
 
 TOLERANCE = 1e-6  # relative slack on limits (floating point)
 
 
-class TrajectoryLimitError(ValueError):
+class TrajectoryLimitError(RecoveryError, ValueError):
     """A trajectory that would leave the joint limits: refused, never sent or executed."""
 
 

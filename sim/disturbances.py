@@ -9,7 +9,8 @@
   demonstrations under it (DART) shows the expert correcting from states just off its path, while
   the recorded labels stay the expert's clean actions: imitation becomes far less brittle.
 
-``DisturbedBackend`` wraps a LiberoBackend; recovery motion (``move_to``) is never disturbed.
+``DisturbedBackend`` wraps a LiberoBackend; recovery motion (a ``JointTarget``) is never disturbed
+and does not run the disturbance's clock, which counts policy steps.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from recovery.backend import GRIPPER_OPEN, Observation, RobotBackend, StepResult, validate_action
+from recovery.core.actions import GRIPPER_OPEN, validate_action
+from recovery.core.errors import RecoveryError
+from recovery.core.robot import Command, JointTarget, Observation, RobotBackend, StepResult
 
 DISTURBANCES = ("none", "action_noise", "object_push", "gripper_open", "obs_noise", "action_jitter")
 
 
-class UnknownDisturbanceError(ValueError):
+class UnknownDisturbanceError(RecoveryError, ValueError):
     pass
 
 
@@ -82,8 +85,12 @@ class DisturbedBackend(RobotBackend):
     def observe(self) -> Observation:
         return self._obs
 
-    def step(self, action: np.ndarray) -> StepResult:
-        action = validate_action(action)
+    def step(self, command: Command) -> StepResult:
+        if isinstance(command, JointTarget):
+            result = self.inner.step(command)
+            self._obs = result.observation
+            return result
+        action = validate_action(command)
         active = self._active(action)
         if self.config.name == "action_jitter" and self._t >= 0:
             action = np.clip(action + np.r_[self.config.jitter_std * self._rng.standard_normal(6), 0.0], -1.0, 1.0)
@@ -102,11 +109,6 @@ class DisturbedBackend(RobotBackend):
 
     def eef_pose(self):
         return self.inner.eef_pose()
-
-    def move_to(self, *args, **kwargs):
-        result = self.inner.move_to(*args, **kwargs)
-        self._obs = self.inner.observe()  # where the move left the robot, not where it started
-        return result
 
     def contacts(self):
         return self.inner.contacts()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from recovery.backend import Observation, RobotBackend
+from recovery.core.robot import Observation, RobotBackend
 from sim.expert import ScriptedExpert
 from sim.libero_backend import LiberoBackend
 from vla_wrappers.base import Policy, PolicyConfigError, PolicyOutput

@@ -14,17 +14,15 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import mujoco
 import numpy as np
 
-from recovery.backend import (
-    GRIPPER_OPEN, ContactInfo, EefPose, MoveResult, Observation, PoseJointMemory, RobotBackend, StepResult,
-    validate_action,
-)
-from sim.servo import ServoGains, servo_action
+from recovery.core.actions import validate_action
+from recovery.core.errors import RecoveryError
+from recovery.core.robot import Command, ContactInfo, EefPose, JointTarget, Observation, RobotBackend, StepResult
 from sim.tasks import TaskSpec
 
 logging.getLogger("robosuite_logs").setLevel(logging.ERROR)
@@ -32,9 +30,6 @@ logging.getLogger("robosuite_logs").setLevel(logging.ERROR)
 GRIP_SITE = "gripper0_grip_site"
 ROBOT_GEOM_PREFIXES = ("robot0_", "gripper0_")
 CAMERA_KEYS = {"agentview": "agentview_image", "robot0_eye_in_hand": "wrist_image"}
-FINGERS_SETTLED = 5e-4  # m per control step: finger joints moving less than this ...
-FINGERS_STILL_STEPS = 3  # ... for this many steps have stopped (the gripper command is rate-limited:
-# a reversal from closing to opening pauses the fingers for a step)
 HORIZON = 100_000  # our own step budgets end episodes; robosuite's horizon must never do it
 JOINT_LEAD = 0.2  # rad: how far a joint-space rollback sets the goal ahead of each joint. Under the
 # critically damped controller below the joints then settle at ~1.4 rad/s, within the Panda's 2.1-2.6 rad/s
@@ -45,7 +40,7 @@ JOINT_CONTROLLER = {  # robosuite's joint-position controller, as stiff as its l
 }
 
 
-class InitStateError(IndexError):
+class InitStateError(RecoveryError, IndexError):
     """An init-state index the task does not have."""
 
 
@@ -54,7 +49,6 @@ class LiberoConfig:
     camera_size: int | None = None  # None: no camera is rendered (physics only, ~15 ms/step)
     cameras: tuple[str, ...] = ("agentview", "robot0_eye_in_hand")
     render_gpu_device_id: int = -1
-    servo: ServoGains = field(default_factory=ServoGains)
 
 
 @dataclass(frozen=True)
@@ -89,7 +83,7 @@ class LiberoBackend(RobotBackend):
                 hard_reset=False,  # 0.04 s instead of ~2 s, bit-identical once the gripper is zeroed
             )
         self._obs: Observation = {}
-        self.poses = PoseJointMemory()
+        self._osc: tuple | None = None  # (OSC controller, action size) while a joint-space motion has the arm
         model = self.raw.sim.model._model  # soft resets keep the model: names and ids are looked up once
         self._geom_names = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, i) or f"geom{i}"
                             for i in range(model.ngeom)]
@@ -119,6 +113,7 @@ class LiberoBackend(RobotBackend):
             raise InitStateError(
                 f"{self.task.label} has {len(self._init_states)} init states; index {init_index} is out of range"
             )
+        self._use_osc()
         self._env.seed(seed)
         self.raw.hard_reset = init_index is None  # a soft reset places objects that sit on a fixture at
         raw = self._env.reset()  # twice the fixture's offset (a bowl on the stove lands on the floor)
@@ -127,7 +122,6 @@ class LiberoBackend(RobotBackend):
         if init_index is not None:
             raw = self._env.set_init_state(self._init_states[init_index])
         self._obs = self._convert(raw)
-        self.poses.reset()
         return self._obs
 
     def close(self) -> None:
@@ -138,11 +132,18 @@ class LiberoBackend(RobotBackend):
     def observe(self) -> Observation:
         return self._obs
 
-    def step(self, action: np.ndarray) -> StepResult:
-        return self._step_controller(validate_action(action))
+    def step(self, command: Command) -> StepResult:
+        """A policy action through OSC, or one period of a joint-space motion through robosuite's
+        joint-position controller, heading for the target joints at most ``JOINT_LEAD`` ahead."""
+        if isinstance(command, JointTarget):
+            self._use_joint_control()
+            lead = np.clip((command.joints - self._obs["joint_pos"]) / JOINT_LEAD, -1.0, 1.0)
+            return self._step_controller(np.r_[lead, command.gripper])
+        action = validate_action(command)
+        self._use_osc()
+        return self._step_controller(action)
 
     def _step_controller(self, command: np.ndarray) -> StepResult:
-        """One control period with whichever controller is in charge (OSC, or joints in a rollback)."""
         raw, _, done, _ = self._env.step(command)
         self._obs = self._convert(raw)
         return StepResult(self._obs, bool(done))
@@ -155,61 +156,31 @@ class LiberoBackend(RobotBackend):
         return bool(self._env.check_success())
 
     def eef_pose(self) -> EefPose:
-        """Current grip-point pose; remembered with its joints as a possible rollback goal."""
         data = self.raw.sim.data._data
-        pose = EefPose(data.site_xpos[self._grip_site].copy(), data.site_xmat[self._grip_site].reshape(3, 3).copy())
-        if self._obs:
-            self.poses.remember(pose, self._obs["joint_pos"])
-        return pose
+        return EefPose(data.site_xpos[self._grip_site].copy(), data.site_xmat[self._grip_site].reshape(3, 3).copy())
 
-    def move_to(self, target: EefPose, gripper: float = GRIPPER_OPEN, max_steps: int = 60,
-                pos_tol: float = 0.002, rot_tol: float = 0.02) -> MoveResult:
-        """Drive the grip point to ``target`` while the gripper goes to ``gripper``. A pose seen this
-        episode is reached in joint space, to the joints seen there (as on the real arm: a burst can
-        stretch the arm against a joint limit, where the Cartesian servo cannot pull it back); any
-        other pose with the Cartesian servo. Done when the pose is within tolerance and the fingers
-        have stopped moving: a policy handed back half-closed fingers reads them as a grasp."""
-        goal = self.poses.lookup(target)
-        if goal is None:
-            def command() -> np.ndarray:
-                pose = self.eef_pose()
-                return servo_action(pose.pos, pose.rot, target.pos, target.rot, gripper, self.config.servo)
-            return self._servo(command, target, max_steps, pos_tol, rot_tol)
-        with self._joint_control():
-            return self._servo(lambda: np.r_[np.clip((goal - self._obs["joint_pos"]) / JOINT_LEAD, -1.0, 1.0), gripper],
-                               target, max_steps, pos_tol, rot_tol)
-
-    def _servo(self, command, target: EefPose, max_steps: int, pos_tol: float, rot_tol: float) -> MoveResult:
-        steps, still = 0, 0
-        fingers = self._obs["state"][6:8]
-        pos_err, rot_err = self.eef_pose().distance(target)
-        while not (pos_err <= pos_tol and rot_err <= rot_tol and still >= FINGERS_STILL_STEPS) and steps < max_steps:
-            self._step_controller(command())
-            steps += 1
-            moved = float(np.max(np.abs(self._obs["state"][6:8] - fingers)))
-            still = still + 1 if moved < FINGERS_SETTLED else 0
-            fingers = self._obs["state"][6:8]
-            pos_err, rot_err = self.eef_pose().distance(target)
-        reached = pos_err <= pos_tol and rot_err <= rot_tol and still >= FINGERS_STILL_STEPS
-        return MoveResult(reached, steps, pos_err, rot_err)
-
-    @contextlib.contextmanager
-    def _joint_control(self):
-        """Hand the arm to robosuite's joint-position controller for a move; then back to OSC, whose
-        goal becomes wherever the move ended (the policy's deltas start from there)."""
+    def _use_joint_control(self) -> None:
+        """Hand the arm to robosuite's joint-position controller (a rollback: a burst can stretch the
+        arm against a joint limit, where the Cartesian servo cannot pull it back)."""
+        if self._osc is not None:
+            return
         from robosuite.controllers import controller_factory
 
         env, robot = self.raw, self.raw.robots[0]
-        osc, action_dim = robot.controller, env._action_dim
+        self._osc = (robot.controller, env._action_dim)
         robot.controller = controller_factory("JOINT_POSITION", {**robot.controller_config, **JOINT_CONTROLLER,
-                                                                 "sim": osc.sim})
+                                                                 "sim": robot.controller.sim})
         env._action_dim = robot.action_dim  # robosuite checks commands against the size cached at reset
-        try:
-            yield
-        finally:
-            robot.controller, env._action_dim = osc, action_dim
-            osc.update(force=True)
-            osc.reset_goal()
+
+    def _use_osc(self) -> None:
+        """Back to OSC after a joint-space motion; its goal becomes wherever the motion ended (the
+        policy's deltas start from there)."""
+        if self._osc is None:
+            return
+        env, robot, (osc, action_dim) = self.raw, self.raw.robots[0], self._osc
+        robot.controller, env._action_dim, self._osc = osc, action_dim, None
+        osc.update(force=True)
+        osc.reset_goal()
 
     def contacts(self) -> ContactInfo:
         model, data = self.raw.sim.model._model, self.raw.sim.data._data

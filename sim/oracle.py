@@ -1,26 +1,26 @@
 """A detection upper bound for simulation: a selector that is told when the disturbance ended.
 
 At the first decision after the burst it asks for one rollback (RETRY: the best state of the last
-15 steps, mostly from before the burst), what a perfect detector would do. The supervisor refuses
-a physical rollback while the gripper holds something; the oracle asks again at each decision
-until the pre-burst states leave the RETRY window. Set beside ``rule`` it separates what recovery
-could gain from what the detector finds. Like snapshot rollback it exists only in simulation; its
-records are labelled by its name, ``oracle``.
+``window`` steps, mostly from before the burst), what a perfect detector would do. The supervisor
+refuses a physical rollback while the gripper holds something; the oracle asks again at each
+decision until the pre-burst states leave the RETRY window. Set beside ``rule`` it separates what
+recovery could gain from what the detector finds. Like snapshot rollback it exists only in
+simulation; its records are labelled by its name, ``oracle``.
 """
 
 from __future__ import annotations
 
-from recovery.modes import Mode
-from recovery.selectors import DecisionContext
-from recovery.supervisor import SupervisorConfig
+from recovery.core.decision import DecisionContext
+from recovery.core.modes import Mode
 from sim.disturbances import DisturbedBackend
 
 
 class DisturbanceOracle:
     reads_value = False
 
-    def __init__(self, window: int = SupervisorConfig.retry_horizon) -> None:
-        self.window = window  # steps after the burst in which pre-burst states are still RETRY targets
+    def __init__(self, window: int) -> None:
+        self.window = window  # the supervisor's RETRY horizon: steps after the burst in which pre-burst
+        # states are still RETRY targets
         self.backend: DisturbedBackend | None = None
 
     def bind(self, backend: DisturbedBackend) -> None:

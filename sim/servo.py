@@ -10,8 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-POS_SCALE = 0.05  # m per unit action
-ROT_SCALE = 0.5  # rad per unit action
+from recovery.core.actions import POS_SCALE, ROT_SCALE
 
 
 def rotation_error(current: np.ndarray, target: np.ndarray) -> np.ndarray:
@@ -40,8 +39,9 @@ def servo_action(
     pos: np.ndarray, rot: np.ndarray, target_pos: np.ndarray, target_rot: np.ndarray,
     gripper: float, gains: ServoGains = ServoGains(),
 ) -> np.ndarray:
-    """One action toward the target pose. The rotation part is never exactly 0.0, because OSC
-    keeps its old orientation goal when it is (see LIBERO_FACTS section 6)."""
+    """One action toward the target pose. The rotation part is never exactly 0.0: robosuite's OSC
+    only updates its orientation goal for a non-zero rotation command, and otherwise keeps turning
+    toward the old goal."""
     dpos = np.clip(gains.kp * (target_pos - pos) / POS_SCALE, -1.0, 1.0)
     drot = np.clip(gains.kr * rotation_error(rot, target_rot) / ROT_SCALE, -1.0, 1.0)
     drot = np.where(drot == 0.0, 1e-9, drot)

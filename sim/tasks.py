@@ -11,18 +11,11 @@ from functools import lru_cache
 
 import numpy as np
 
-# Standard protocol (openpi / OpenVLA evaluators): policy steps per episode, per suite.
-STANDARD_MAX_STEPS = {
-    "libero_spatial": 220,
-    "libero_object": 280,
-    "libero_goal": 300,
-    "libero_10": 520,
-    "libero_90": 400,
-}
-STANDARD_SUITES = tuple(STANDARD_MAX_STEPS)
+from recovery.core.errors import RecoveryError
+from recovery.core.protocol import STANDARD_SUITES, max_steps_for
 
 
-class UnknownTaskError(ValueError):
+class UnknownTaskError(RecoveryError, ValueError):
     """A suite or task that LIBERO does not have; the message lists the valid names."""
 
 
@@ -64,14 +57,6 @@ def _suite(name: str):
         raise UnknownTaskError(f"unknown suite {name!r}{hint}; valid suites: {', '.join(available_suites())}")
     with contextlib.redirect_stdout(io.StringIO()):  # LIBERO prints its task order on construction
         return registry[name]()
-
-
-def max_steps_for(suite: str) -> int:
-    """Standard budget; LIBERO-PRO variants (e.g. libero_goal_swap) inherit their base suite's."""
-    for base in sorted(STANDARD_MAX_STEPS, key=len, reverse=True):
-        if suite == base or suite.startswith(base + "_"):
-            return STANDARD_MAX_STEPS[base]
-    return STANDARD_MAX_STEPS["libero_90"]
 
 
 def task_names(suite: str) -> list[str]:

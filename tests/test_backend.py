@@ -8,9 +8,15 @@ import sys
 import numpy as np
 import pytest
 
-from recovery.backend import EefPose, InvalidActionError
+from recovery.core.actions import InvalidActionError
+from recovery.core.robot import EefPose
+from recovery.supervision.config import RollbackConfig
+from recovery.supervision.memory import NominalState
 from sim.libero_backend import InitStateError, LiberoBackend
 from sim.tasks import resolve_task
+from tests.episodes import remember, roll_back
+
+pytestmark = pytest.mark.sim
 
 RNG_ACTIONS = np.random.default_rng(0).uniform(-1, 1, size=(80, 7))
 
@@ -107,50 +113,46 @@ def test_physical_rollback_reaches_stored_pose(object_backend):
     object_backend.reset(0, seed=7)
     for _ in range(5):
         object_backend.step(np.array([0, 0, 0, 0, 0, 1e-9, -1]))
-    target = object_backend.eef_pose()
+    target = remember(object_backend)
     for a in RNG_ACTIONS[:20]:
         object_backend.step(np.r_[a[:6], -1.0])
-    pos_err, _ = object_backend.eef_pose().distance(target)
+    pos_err, _ = object_backend.eef_pose().distance(target.pose)
     assert pos_err > 0.01
-    result = object_backend.move_to(target, max_steps=80, pos_tol=0.002, rot_tol=0.02)
+    result = roll_back(object_backend, target, RollbackConfig(max_steps=80, pos_tol=0.002, rot_tol=0.02))
     assert result.reached and result.steps < 80
-    assert object_backend.eef_pose().distance(target)[0] <= 0.002
+    assert object_backend.eef_pose().distance(target.pose)[0] <= 0.002
 
 
 def test_physical_rollback_hands_back_open_fingers(object_backend):
     """Half-closed fingers read as a grasp to the policy: the move ends only once they are open."""
     object_backend.reset(0, seed=7)
-    target = object_backend.eef_pose()
+    target = remember(object_backend)
     for _ in range(4):  # a short squeeze, fingers still closing
         object_backend.step(np.array([0, 0, 0, 0, 0, 0, 1.0]))
     assert object_backend.observe()["state"][6] < 0.037
-    result = object_backend.move_to(target, max_steps=40, pos_tol=0.005, rot_tol=0.05)
+    result = roll_back(object_backend, target)
     assert result.reached and result.steps > 1
     assert object_backend.observe()["state"][6] > 0.038  # fully open (0.04)
 
 
 def test_rollback_in_joint_space_pulls_a_stretched_arm_back(object_backend):
-    """Pushed 30 steps straight out, the arm is stretched against its elbow limit: the Cartesian
-    servo (for a pose never seen) cannot pull it back, the joints seen at the pose can."""
+    """Pushed 30 steps straight out, the arm is stretched against its elbow limit (where a Cartesian
+    servo cannot pull it back); the joints seen at the target can, and OSC takes over afterwards."""
     object_backend.reset(0, seed=7)
-    start = object_backend.eef_pose()  # seen: its joints are remembered
+    start = remember(object_backend)
     for _ in range(30):
         object_backend.step(np.array([1.0, 0, 0, 0, 0, 0, -1.0]))
-    stretched = object_backend.snapshot()
-    unseen = EefPose(start.pos + 1e-12, start.rot)  # the same pose, to a nanometre, but never observed
-    assert not object_backend.move_to(unseen, max_steps=40, pos_tol=0.005, rot_tol=0.05).reached
-    object_backend.restore(stretched)
-    result = object_backend.move_to(start, max_steps=40, pos_tol=0.005, rot_tol=0.05)
+    result = roll_back(object_backend, start)
     assert result.reached and result.pos_error <= 0.005
     after = object_backend.step(np.array([0, 0, 0.5, 0, 0, 0, -1.0])).observation  # OSC is back in charge
-    assert after["eef_pos"][2] > start.pos[2]
+    assert after["eef_pos"][2] > start.pose.pos[2]
 
 
-def test_move_to_gives_up_within_budget(object_backend):
+def test_rollback_gives_up_within_budget(object_backend):
     object_backend.reset(0, seed=7)
-    pose = object_backend.eef_pose()
-    far = type(pose)(pose.pos + np.array([0, 0, -1.0]), pose.rot)  # 1 m into the floor
-    result = object_backend.move_to(far, max_steps=15)
+    here = remember(object_backend)
+    far = NominalState(0, EefPose(here.pose.pos + np.array([0, 0, -1.0]), here.pose.rot), here.joints, 1.0, 1.0, True)
+    result = roll_back(object_backend, far, RollbackConfig(max_steps=15))  # 1 m into the floor
     assert not result.reached and result.steps == 15 and result.pos_error > 0.1
 
 

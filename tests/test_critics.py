@@ -8,11 +8,11 @@ import torch
 
 from critics.quality import GlobalQuality, LocalQuality, QualityConfig, QualityMonitor, ReferenceSet
 from critics.references import MissingReferencesError, load_references, save_references
-from critics.tracking import TrackingConfig, TrackingMonitor
 from critics.risk import RiskHead, RiskMonitor, fit_risk_head, history_features, rule_flags, tvr_targets
-from critics.training import auroc
+from critics.tracking import TrackingConfig, TrackingMonitor
 from critics.value import ValueCritic, ValueNet, discounted_outcome
-from recovery.features import FeatureLayout
+from recovery.core.features import FeatureLayout
+from recovery.pipelines.train_critic import auroc
 
 CFG = QualityConfig()
 

@@ -7,13 +7,14 @@ import numpy as np
 import pytest
 import torch
 
+from recovery.core.features import FeatureLayout, axis_angle_to_matrix, quat_xyzw_to_matrix
 from recovery.evaluation.runner import EvalConfig, evaluate
-from recovery.features import FeatureLayout, axis_angle_to_matrix, quat_xyzw_to_matrix
-from sim.demos import DemoConfig, collect_demos, load_demos
+from recovery.pipelines.collect_demos import DemoConfig, collect_demos
+from recovery.pipelines.train_policy import TrainConfig, chunk_targets, train
+from sim.demos import load_demos
 from vla_wrappers.base import PolicyConfigError
 from vla_wrappers.embedded.model import NetConfig
 from vla_wrappers.embedded.policy import SHIPPED, EmbeddedConfig, EmbeddedPolicy
-from vla_wrappers.embedded.train import TrainConfig, chunk_targets, train
 
 
 def test_rotation_features_agree_between_representations():

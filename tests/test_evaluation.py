@@ -15,7 +15,9 @@ import pytest
 
 from recovery.evaluation.results import EpisodeSpec, ResultsFile
 from recovery.evaluation.runner import EvalConfig, evaluate
-from recovery.selectors import RuleConfig
+from recovery.supervision.selectors import RuleConfig
+
+pytestmark = pytest.mark.sim
 
 RECOVERY = [sys.executable, "-m", "recovery"]
 REPO = Path(__file__).resolve().parents[1]
@@ -102,8 +104,8 @@ def test_a_second_evaluation_on_the_same_file_is_refused_and_changes_nothing(tmp
 
 
 def test_resuming_with_other_rule_thresholds_is_refused_and_keeps_the_file(tmp_path):
-    from recovery.evaluation.assembly import RecoveryOptions
     from recovery.evaluation.results import ResultsMismatchError
+    from recovery.supervision.config import RecoveryOptions
 
     rule_file = tmp_path / "rule.json"
     rule_file.write_text(json.dumps({"rule": {**asdict(RuleConfig()), "quality_min": 0.3}}))

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import pytest
+
 import mujoco
 import numpy as np
 
-from recovery.evaluation.episode import NUM_WAIT_STEPS, WAIT_ACTION
+from recovery.core.actions import WAIT_ACTION
+from recovery.core.loop import NUM_WAIT_STEPS
 from sim.expert import SETTLE_SPEED, ScriptedExpert
 from sim.libero_backend import LiberoBackend
 from sim.tasks import resolve_task
+
+pytestmark = pytest.mark.sim
 
 
 def _free_joint_speed(backend: LiberoBackend) -> float:

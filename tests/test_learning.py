@@ -15,20 +15,19 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from recovery.evaluation.assembly import RecoveryOptions, critic_path
+from recovery.core.decision import DecisionContext
+from recovery.core.modes import Mode
 from recovery.evaluation.runner import EvalConfig, evaluate
 from recovery.learning.env import SelectorEnv, SelectorEnvConfig
-from recovery.learning.observation import LEARNED_MODES, ObservationLayout
-from recovery.learning.selector import (
-    PPOSelector,
-    SelectorCheckpointError,
-    selector_meta,
-)
 from recovery.learning.train import PPOConfig, TrainSelectorConfig, train_selector
 from recovery.learning.warm_start import TeacherDecisions, WarmStartConfig, clone
-from recovery.modes import Mode
 from recovery.ray_cluster import RayUnavailableError
-from recovery.selectors import DecisionContext
+from recovery.supervision.build import critic_path
+from recovery.supervision.config import RecoveryOptions
+from recovery.supervision.observation import LEARNED_MODES, ObservationLayout
+from recovery.supervision.ppo import PPOSelector, SelectorCheckpointError, selector_meta
+
+pytestmark = pytest.mark.sim
 
 ENV = SelectorEnvConfig(suite="libero_object", tasks=(0,), max_steps=60)
 SMALL_PPO = PPOConfig(n_steps=32, batch_size=32, n_epochs=2)
@@ -96,7 +95,7 @@ def test_the_warm_start_clones_the_rule_selector_onto_unseen_decisions():
     cooldowns, labelled by the real rule; the clone must reproduce it on held-out episodes."""
     from stable_baselines3.common.policies import ActorCriticPolicy
 
-    from recovery.selectors import RuleSelector
+    from recovery.supervision.selectors import RuleSelector
 
     rng, layout, rule = np.random.default_rng(0), ObservationLayout(), RuleSelector()
     observations, actions = [], []
@@ -220,7 +219,7 @@ def test_training_collects_with_ray_actors(tmp_path, local_ray):
 
 @pytest.mark.parametrize("suite", ["libero_object", "libero_spatial"])
 def test_the_shipped_selector_loads_with_its_suites_critic(suite):
-    from recovery.learning.selector import shipped_selector
+    from recovery.supervision.ppo import shipped_selector
 
     selector = PPOSelector(shipped_selector(suite), critic_path(RecoveryOptions(), suite))
     assert selector.model.num_timesteps >= 8000

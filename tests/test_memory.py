@@ -1,12 +1,12 @@
 import numpy as np
 
-from recovery.backend import ContactInfo, EefPose
-from recovery.grasp import GraspMonitor
-from recovery.memory import EpisodicMemory, NominalMemory, NominalState
+from recovery.core.robot import ContactInfo, EefPose
+from recovery.supervision.grasp import GraspMonitor
+from recovery.supervision.memory import NominalMemory, NominalState
 
 
 def _state(step, quality, value=0.5, contact_free=True, x=0.0):
-    return NominalState(step, EefPose(np.array([x, 0, 0]), np.eye(3)), quality, value, contact_free)
+    return NominalState(step, EefPose(np.array([x, 0, 0]), np.eye(3)), np.zeros(7), quality, value, contact_free)
 
 
 def test_best_recent_and_best_contact_free_respect_their_windows():
@@ -34,15 +34,6 @@ def test_empty_windows_return_none():
     assert memory.best_recent(now=0) is None
     memory.add(_state(0, 0.5, contact_free=False))
     assert memory.best_contact_free(now=1) is None
-
-
-def test_episodic_memory_keeps_highest_value_per_progress_bin():
-    bank = EpisodicMemory(bins=10, per_bin=2)
-    for i, value in enumerate([0.1, 0.9, 0.5, 0.7]):
-        bank.add(_state(i, 0.5, value=value, x=i), progress=0.42)
-    assert bank.best(0.45).value == 0.9
-    assert bank.best(0.95) is None
-    assert bank.best(0.41, near=np.array([3.0, 0, 0])).value in (0.9, 0.7)
 
 
 def _contacts(force=0.0, touching=()):

@@ -1,15 +1,15 @@
 """The ROS layer's plain-Python parts: configuration, launch spec, conversions, joint mapping,
-staleness, pose->joints memory, trajectory timing and limit checks, episode bags. No rclpy needed."""
+staleness, trajectory timing and limit checks, episode bags. No rclpy needed."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from recovery.backend import EefPose, PoseJointMemory
-from recovery.features import quat_xyzw_to_matrix
+from recovery.core.protocol import max_steps_for
+from recovery.supervision.config import SHIPPED_REFERENCES
 from ros_nodes.config import (
-    ConfigError, JointConfig, JointLimits, RobotConfig, SimArmConfig, SupervisorNodeConfig, from_params,
+    ConfigError, JointConfig, JointLimits, RecorderConfig, RobotConfig, SimArmConfig, SupervisorNodeConfig, from_params,
 )
 from ros_nodes.convert import (
     action_to_twist, image_to_rgb, quat_to_axis_angle, rgb_to_image_fields, standard_state, twist_to_action,
@@ -52,15 +52,27 @@ def test_bad_params_are_errors(params, message):
 
 
 def test_shipped_parameter_files_are_valid():
+    """Every node section of the shipped files builds its node's settings, and they fit together:
+    the supervisor's task has shipped references, the recorder follows the supervisor's events and
+    records its mode, every recorded topic names its message type."""
     import yaml
 
+    nodes = {"supervisor": SupervisorNodeConfig, "sim_arm": SimArmConfig, "recorder": RecorderConfig}
     for path in ("launch/sim.yaml", "launch/robot.yaml"):
         data = yaml.safe_load(open(path))
-        for spec in read_launch_spec(path):
-            cls = {"supervisor": SupervisorNodeConfig, "sim_arm": SimArmConfig}.get(spec.executable)
-            if cls:
-                flat = _flatten(data[spec.name]["ros__parameters"])
-                from_params(cls, flat)
+        configs = {spec.executable: (spec.name, from_params(nodes[spec.executable],
+                                                            _flatten(data[spec.name]["ros__parameters"])))
+                   for spec in read_launch_spec(path)}
+        supervisor_name, supervisor = configs["supervisor"]
+        assert (SHIPPED_REFERENCES / supervisor.suite / f"{supervisor.task}.npz").exists(), path
+        assert supervisor.episode_steps == max_steps_for(supervisor.suite)
+        _, recorder = configs["recorder"]
+        assert recorder.events_topic == f"/{supervisor_name}/events"
+        assert f"/{supervisor_name}/mode:std_msgs/msg/String" in recorder.topics
+        assert all(topic.startswith("/") and "/msg/" in kind for topic, kind in (t.split(":") for t in recorder.topics))
+        if "sim_arm" in configs:
+            _, arm = configs["sim_arm"]
+            assert arm.joints.names == supervisor.robot.joints.names and arm.suite == supervisor.suite
 
 
 def _flatten(tree: dict, prefix: str = "") -> dict:
@@ -91,10 +103,40 @@ def test_launch_spec_lists_nodes_and_rejects_bad_files(tmp_path):
         read_launch_spec(tmp_path / "missing.yaml")
 
 
-def test_launch_file_compiles():
-    import py_compile
+def test_launch_file_starts_the_nodes_the_parameter_file_lists(monkeypatch):
+    """launch_ros has no wheels: stand-ins with its contract (Node(package, executable, name,
+    parameters), an OpaqueFunction called with a context) run the real launch file."""
+    import importlib.util
+    import sys
+    import types
 
-    py_compile.compile("launch/recovery.launch.py", doraise=True)
+    class LaunchConfiguration:
+        def __init__(self, name):
+            self.name = name
+
+        def perform(self, context):
+            return context[self.name]
+
+    class Recorded:  # an action: keeps what it was built with
+        def __init__(self, *args, **kwargs):
+            self.args, self.kwargs = args, kwargs
+
+    modules = {"launch": {"LaunchDescription": lambda actions: actions},
+               "launch.actions": {"DeclareLaunchArgument": Recorded, "OpaqueFunction": Recorded},
+               "launch.substitutions": {"LaunchConfiguration": LaunchConfiguration},
+               "launch_ros": {}, "launch_ros.actions": {"Node": Recorded}}
+    for name, attrs in modules.items():
+        monkeypatch.setitem(sys.modules, name, types.SimpleNamespace(**attrs))
+    spec = importlib.util.spec_from_file_location("recovery_launch", "launch/recovery.launch.py")
+    launch_file = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(launch_file)
+
+    declared, opaque = launch_file.generate_launch_description()
+    assert declared.args == ("params_file",) and declared.kwargs["default_value"].endswith("launch/sim.yaml")
+    nodes = opaque.kwargs["function"]({"params_file": "launch/sim.yaml"})
+    assert [(n.kwargs["executable"], n.kwargs["name"]) for n in nodes] == [
+        (s.executable, s.name) for s in read_launch_spec("launch/sim.yaml")]
+    assert all(n.kwargs["package"] == "ros_nodes" and n.kwargs["parameters"] == ["launch/sim.yaml"] for n in nodes)
 
 
 # --- conversions ----------------------------------------------------------------------------------------
@@ -157,16 +199,6 @@ def test_stale_or_missing_inputs_raise_with_the_reason():
     cache.reject("joints", "names do not match")
     with pytest.raises(StaleStateError, match="rejected: names do not match"):
         cache.fresh(("joints",), now=10.4, max_age=0.2)
-
-
-def test_pose_memory_returns_the_joints_seen_at_a_pose():
-    memory = PoseJointMemory()
-    pose = EefPose(np.array([0.1, 0.2, 0.3]), quat_xyzw_to_matrix(np.array([0, 0, 0.38268343, 0.92387953])))
-    memory.remember(pose, START)
-    assert np.array_equal(memory.lookup(EefPose(pose.pos.copy(), pose.rot.copy())), START)
-    assert memory.lookup(EefPose(pose.pos + 1e-6, pose.rot)) is None
-    memory.reset()
-    assert memory.lookup(pose) is None
 
 
 # --- trajectories ------------------------------------------------------------------------------------------

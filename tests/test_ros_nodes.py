@@ -38,6 +38,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E
 from ros_nodes.config import JointLimits  # noqa: E402
 from ros_nodes.messages import LATCHED, duration  # noqa: E402
 
+pytestmark = [pytest.mark.ros, pytest.mark.sim]
+
 REPO = Path(__file__).resolve().parents[1]
 JOINTS = [f"panda_joint{i}" for i in range(1, 8)]
 FINGERS = ["panda_finger_joint1", "panda_finger_joint2"]

@@ -9,13 +9,15 @@ import sys
 import numpy as np
 import pytest
 
-from recovery.evaluation.assembly import RecoveryOptions, make_selector
-from recovery.modes import Mode
-from recovery.rule_calibration import (
-    CalibrationConfig, RuleConfigError, calibrate, fires, largest_tracking, rule_config_for, rule_statistics, thresholds,
+from recovery.core.decision import DecisionContext
+from recovery.core.modes import Mode
+from recovery.evaluation.assembly import make_selector
+from recovery.pipelines.calibrate_rule import (
+    CalibrationConfig, calibrate, fires, largest_tracking, rule_statistics, thresholds,
 )
-from recovery.selectors import DecisionContext, RuleConfig, RuleSelector
-from recovery.supervisor import SupervisorConfig
+from recovery.supervision.build import RuleConfigError, rule_config_for
+from recovery.supervision.config import RecoveryOptions, SupervisorConfig
+from recovery.supervision.selectors import RuleConfig, RuleSelector
 
 EVERY = SupervisorConfig().decision_every
 
@@ -112,6 +114,7 @@ def test_the_tracking_trigger_waits_until_the_push_is_over():
     assert decide(long_ago) == Mode.EXECUTE
 
 
+@pytest.mark.sim
 def test_calibration_on_a_real_task_is_read_back_by_the_rule_selector(tmp_path):
     out = tmp_path / "rule.json"
     rule, report = calibrate(CalibrationConfig(suite="libero_object", tasks=(0,), episodes_per_task=2,
@@ -126,6 +129,7 @@ def test_calibration_on_a_real_task_is_read_back_by_the_rule_selector(tmp_path):
     assert rule_config_for("libero_object", "no_such_policy") == RuleConfig()
 
 
+@pytest.mark.slow
 def test_a_missing_or_foreign_thresholds_file_is_refused(tmp_path):
     with pytest.raises(FileNotFoundError, match="recovery calibrate-rule"):
         rule_config_for("libero_object", "embedded", tmp_path / "missing.json")

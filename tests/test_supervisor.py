@@ -6,17 +6,20 @@ import numpy as np
 import pytest
 
 from critics.quality import QualityMonitor
-from recovery.evaluation.episode import run_episode
+from recovery.core.loop import EpisodeLoop, LoopConfig, Subscriber
+from recovery.core.modes import Mode
 from recovery.evaluation.trajectory import TrajectoryRecorder
-from recovery.modes import Mode
-from recovery.rollback import RollbackConfig
-from recovery.selectors import NoneSelector, RuleSelector
-from recovery.supervisor import Supervisor, SupervisorConfig
+from recovery.supervision.config import RollbackConfig, SupervisorConfig
+from recovery.supervision.selectors import NoneSelector, RuleSelector
+from recovery.supervision.supervisor import Supervisor
 from sim.disturbances import DisturbanceConfig, DisturbedBackend
 from sim.libero_backend import LiberoBackend
 from sim.tasks import resolve_task
+from tests.episodes import play, remember, roll_back
 from vla_wrappers.broker import ChunkBroker
 from vla_wrappers.registry import make_policy
+
+pytestmark = pytest.mark.sim
 
 
 class ScriptedSelector:
@@ -39,42 +42,48 @@ def _supervisor(backend, selector, rollback="physical", **config):
 
 
 def test_none_selector_is_transparent(object_backend):
-    plain = run_episode(object_backend, ChunkBroker(make_policy("expert", object_backend)), 0, 7, 280)
-    supervised = run_episode(object_backend, _supervisor(object_backend, NoneSelector()), 0, 7, 280)
+    plain = play(object_backend, ChunkBroker(make_policy("expert", object_backend)), 0, 7, 280)
+    supervised = play(object_backend, _supervisor(object_backend, NoneSelector()), 0, 7, 280)
     assert plain.success and (supervised.success, supervised.steps) == (True, plain.steps)
     assert supervised.extras["rollbacks"] == 0 and supervised.extras["modes"] == {"EXECUTE": plain.steps // 5}
 
 
 def test_physical_retry_returns_to_a_remembered_pose(object_backend):
     supervisor = _supervisor(object_backend, ScriptedSelector({25: Mode.RETRY}), max_rollbacks=1)
-    outcome = run_episode(object_backend, supervisor, 1, 7, 280)
+    outcome = play(object_backend, supervisor, 1, 7, 280)
     (decision,) = outcome.extras["trace"]["decisions"]  # step 25: approaching, nothing held yet
     assert decision["mode"] == "RETRY" and 25 - 15 <= decision["target_step"] < 25
     assert decision["reached"] and decision["steps"] > 0
     assert outcome.extras["recovery_steps"] == decision["steps"]
-    assert len(outcome.extras["trace"]["quality"]) == outcome.steps  # recovery steps stay out of the history
+    # the budget counts the rollback's control steps; the history does not hold them
+    assert len(outcome.extras["trace"]["quality"]) == outcome.steps - decision["steps"]
     assert outcome.success  # the expert picks up from there
 
 
-def test_snapshot_rollback_is_bit_exact(object_backend):
+def test_snapshot_rollback_is_bit_exact_and_one_event(object_backend):
     supervisor = _supervisor(object_backend, ScriptedSelector({30: Mode.REPAIR}), rollback="snapshot")
+    restored = []
+
+    class Restores(Subscriber):
+        def on_event(self, event):
+            if event["event"] == "restore":
+                restored.append((event["step"], object_backend.snapshot()))
+
     object_backend.reset(2, 7)
-    supervisor.reset(object_backend.instruction)
-    obs = object_backend.observe()
-    target = None
-    for step in range(31):
-        action = supervisor.act(obs)
-        if step == 30:
-            target = supervisor.memory.best_contact_free(30, 30)
-            restored = object_backend.snapshot()
-        obs = object_backend.step(action).observation
-    np.testing.assert_array_equal(restored.physics, target.snapshot.physics)
+    loop = EpisodeLoop(object_backend, supervisor, LoopConfig(max_steps=32), (Restores(),))
+    loop.start(object_backend.instruction)
+    while not loop.over:
+        loop.step()
+    target = supervisor.memory.best_contact_free(30, 30)
+    ((step, state),) = restored
+    assert step == 30 and loop.steps == 32  # a restore takes no control period
+    np.testing.assert_array_equal(state.physics, target.snapshot.physics)
     assert supervisor.summary()["note"].startswith("snapshot rollback: simulation-only")
 
 
 def test_physical_rollback_waits_while_the_gripper_holds_something(object_backend):
     supervisor = _supervisor(object_backend, ScriptedSelector({s: Mode.RETRY for s in range(45, 70, 5)}))
-    outcome = run_episode(object_backend, supervisor, 1, 7, 280)  # the expert holds the can from ~step 45
+    outcome = play(object_backend, supervisor, 1, 7, 280)  # the expert holds the can from ~step 45
     assert outcome.extras["rollbacks"] == 0 and outcome.success
 
 
@@ -84,14 +93,13 @@ def test_physical_rollback_waits_while_the_gripper_holds_a_light_bowl():
     backend = LiberoBackend(resolve_task("libero_spatial", 1))
     forces = []
 
-    class Forces:
-        def on_episode_start(self, obs): pass
-        def on_step(self, obs, action): forces.append(backend.contacts().force)
-        def on_episode_end(self, success): pass
+    class Forces(Subscriber):
+        def on_step(self, step):
+            forces.append(backend.contacts().force)
 
     try:
         supervisor = _supervisor(backend, ScriptedSelector({s: Mode.RETRY for s in range(70, 100, 5)}))
-        outcome = run_episode(backend, supervisor, 0, 7, 220, (Forces(),))  # the expert carries the bowl from ~52
+        outcome = play(backend, supervisor, 0, 7, 220, (Forces(),))  # the expert carries the bowl from ~52
     finally:
         backend.close()
     assert min(forces[69:95]) < 5.0  # the force test would have called some of those states contact-free
@@ -106,20 +114,22 @@ def test_rule_selector_intervenes_on_a_stalled_arm_within_budget(object_backend)
     broker = PushDown(make_policy("zero", object_backend))
     supervisor = Supervisor(object_backend, broker, RuleSelector(), QualityMonitor(None),
                             config=SupervisorConfig(max_rollbacks=2))
-    outcome = run_episode(object_backend, supervisor, 0, 7, 150)
+    outcome = play(object_backend, supervisor, 0, 7, 150)
     assert outcome.extras["rollbacks"] == 2  # it fired, and the budget capped it
-    assert outcome.steps + outcome.extras["recovery_steps"] >= 150 - 1
+    assert outcome.steps == 150 and outcome.extras["recovery_steps"] > 0  # rollback motion spends the budget
 
 
 def test_disturbed_backend_observes_where_a_rollback_left_the_arm(object_backend):
     disturbed = DisturbedBackend(object_backend, DisturbanceConfig(name="action_noise"), 0)
     disturbed.reset(0, 7)
-    start = disturbed.eef_pose()
+    start = remember(disturbed)
     for _ in range(10):
         disturbed.step(np.array([0.5, 0, 0, 0, 0, 0, -1.0]))
-    assert disturbed.move_to(start, max_steps=60, pos_tol=0.005, rot_tol=0.05).reached
+    clock = disturbed.steps_since_disturbance, disturbed._t
+    assert roll_back(disturbed, start, RollbackConfig(max_steps=60)).reached
     np.testing.assert_allclose(disturbed.observe()["eef_pos"], object_backend.observe()["eef_pos"])
-    assert np.linalg.norm(disturbed.observe()["eef_pos"] - start.pos) < 0.02  # the observation is fresh
+    assert np.linalg.norm(disturbed.observe()["eef_pos"] - start.pose.pos) < 0.02  # the observation is fresh
+    assert (disturbed.steps_since_disturbance, disturbed._t) == clock  # rollback motion is no policy step
 
 
 @pytest.mark.parametrize("name", ["action_noise", "object_push", "gripper_open", "obs_noise"])
@@ -128,7 +138,7 @@ def test_disturbances_are_reproducible_recorded_and_felt(object_backend, name):
 
     def observed_states(backend, init):
         recorder = TrajectoryRecorder()
-        run_episode(backend, ChunkBroker(make_policy("expert", backend)), init, 7, 80, (recorder,))
+        play(backend, ChunkBroker(make_policy("expert", backend)), init, 7, 80, (recorder,))
         return recorder.arrays()["state"]
 
     first, record = observed_states(disturbed, 3), disturbed.record()
@@ -147,13 +157,13 @@ def test_the_oracle_rolls_back_once_right_after_the_burst(object_backend):
     from sim.oracle import DisturbanceOracle
 
     disturbed = DisturbedBackend(object_backend, DisturbanceConfig(name="action_noise", onset_min=20, onset_max=40), 0)
-    oracle = DisturbanceOracle()
+    oracle = DisturbanceOracle(window=SupervisorConfig.retry_horizon)
     oracle.bind(disturbed)
-    outcome = run_episode(disturbed, _supervisor(disturbed, oracle), 0, 7, 120)
+    outcome = play(disturbed, _supervisor(disturbed, oracle), 0, 7, 120)
     (decision,) = outcome.extras["trace"]["decisions"]
     burst_end = disturbed.record()["fired_at"] + disturbed.config.duration
     # the first decision after the burst, or, while the closed gripper still counts as holding the can
-    # it closed on (recovery.grasp), the first one after that: within the window, never before the end
+    # it closed on (recovery.supervision.grasp), the first one after that: within the window, never before the end
     assert decision["mode"] == "RETRY" and burst_end <= decision["step"] < burst_end + oracle.window
     assert decision["target_step"] < decision["step"] and outcome.extras["rollbacks"] == 1
     with pytest.raises(TypeError, match="DisturbedBackend"):

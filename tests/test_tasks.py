@@ -2,6 +2,8 @@ import pytest
 
 from sim.tasks import STANDARD_SUITES, UnknownTaskError, max_steps_for, resolve_task, resolve_tasks
 
+pytestmark = pytest.mark.sim
+
 
 def test_every_standard_suite_resolves_with_its_budget():
     budgets = {s: resolve_task(s, 0).max_steps for s in STANDARD_SUITES}

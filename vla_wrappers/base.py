@@ -9,14 +9,16 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from recovery.backend import ACTION_DIM, Observation
+from recovery.core.actions import ACTION_DIM
+from recovery.core.errors import RecoveryError
+from recovery.core.robot import Observation
 
 
-class PolicyError(RuntimeError):
+class PolicyError(RecoveryError, RuntimeError):
     """A policy produced something that must not reach the robot."""
 
 
-class PolicyConfigError(ValueError):
+class PolicyConfigError(RecoveryError, ValueError):
     """An unknown policy name or a bad policy option (a user error, reported before anything runs)."""
 
 

@@ -6,7 +6,7 @@ from collections import deque
 
 import numpy as np
 
-from recovery.backend import Observation
+from recovery.core.robot import Observation
 from vla_wrappers.base import Policy
 
 

@@ -1,7 +1,9 @@
 """Policies by name, for ``recovery eval --policy NAME``.
 
-A name is a registered policy or ``module:Class`` naming your own ``Policy`` subclass. Every
-policy class is constructed as ``Class(backend)``: privileged policies read the backend they drive.
+A name is a registered policy or ``module:Class`` naming your own ``Policy`` subclass, imported
+only when chosen (so no policy's dependencies load unless it runs). Every policy is built with
+``Class.from_options(backend, options)`` from the ``--policy-opt KEY=VALUE`` strings: privileged
+policies read the backend they drive, the others ignore it.
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ import importlib
 
 import numpy as np
 
-from recovery.backend import GRIPPER_OPEN, Observation, RobotBackend
+from recovery.core.actions import GRIPPER_OPEN
+from recovery.core.robot import Observation, RobotBackend
 from vla_wrappers.base import Policy, PolicyConfigError, PolicyOutput
 
 

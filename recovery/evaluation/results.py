@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
+from recovery.core.errors import RecoveryError
+
 log = logging.getLogger(__name__)
 
 
@@ -55,11 +57,11 @@ class EpisodeSpec:
         return f"{self.suite}_t{self.task:02d}_{layout}_s{self.seed}_{policy}{variant}"
 
 
-class ResultsMismatchError(ValueError):
+class ResultsMismatchError(RecoveryError, ValueError):
     """The results file holds episodes of the same plan run with other selector settings."""
 
 
-class ResultsBusyError(RuntimeError):
+class ResultsBusyError(RecoveryError, RuntimeError):
     """Another evaluation is writing the same results file."""
 
 

@@ -13,14 +13,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from recovery.evaluation.assembly import (
-    RecoveryOptions, build_backend, build_supervisor, critic_path, make_selector,
-)
-from recovery.evaluation.episode import run_episode
+from critics.references import load_references
+from recovery.core.decision import UnknownSelectorError
+from recovery.core.errors import RecoveryError
+from recovery.core.loop import LoopConfig, run_episode
+from recovery.evaluation.assembly import build_backend, build_supervisor, make_selector
 from recovery.evaluation.results import SAMPLED_LAYOUT, EpisodeSpec, ResultsFile
 from recovery.evaluation.trajectory import TrajectoryRecorder
 from recovery.evaluation.video import VideoRecorder
-from recovery.selectors import UnknownSelectorError
+from recovery.ray_cluster import connect
+from recovery.supervision.build import critic_path
+from recovery.supervision.config import RecoveryOptions
+from sim.disturbances import DisturbanceConfig
+from sim.tasks import resolve_task, resolve_tasks
+from vla_wrappers.broker import ChunkBroker
+from vla_wrappers.registry import make_policy, policy_class
 
 log = logging.getLogger(__name__)
 
@@ -48,16 +55,12 @@ class EvalConfig:
     ray_address: str | None = None  # shard episodes over a Ray cluster ("local", "auto", HOST:PORT)
 
 
-class TooManyEpisodesError(ValueError):
+class TooManyEpisodesError(RecoveryError, ValueError):
     """More episodes asked for than a task has init states."""
 
 
 def plan_episodes(config: EvalConfig) -> list[EpisodeSpec]:
     """Every episode of the evaluation, validated before anything runs."""
-    from sim.disturbances import DisturbanceConfig
-    from sim.tasks import resolve_tasks
-    from vla_wrappers.registry import policy_class
-
     policy_class(config.policy)  # an unknown policy fails here, not once per episode
     DisturbanceConfig(name=config.disturbance)  # and so does an unknown disturbance
     recovery = config.recovery
@@ -82,8 +85,6 @@ def plan_episodes(config: EvalConfig) -> list[EpisodeSpec]:
 
 
 def _check_recovery_inputs(options: RecoveryOptions, task) -> None:
-    from critics.references import load_references
-
     load_references(options.references, task.suite, task.name)  # names the command that builds them
     path = critic_path(options, task.suite)
     if path is not None and not path.exists():
@@ -100,37 +101,35 @@ class EpisodeWorker:
         self._agent = None
 
     def run(self, spec: EpisodeSpec) -> dict:
-        from sim.tasks import resolve_task
-
         task = resolve_task(spec.suite, spec.task)
         record = {**asdict(spec), "task_name": task.name, "success": False, "steps": 0, "inferences": 0,
                   "error": None, "recovery": None}
         start = time.perf_counter()
         try:
             backend, agent = self._ensure(spec)
+            backend.reset(spec.init_index, spec.seed)
             start = time.perf_counter()  # the episode itself, not building the simulator
             subscribers = [VideoRecorder(self.config.video_dir / spec.slug)] if self.config.video_dir else []
             recorder = TrajectoryRecorder(backend.flat_state) if self.config.record_trajectories else None
             subscribers += [recorder] if recorder else []
-            max_steps = self.config.max_steps or task.max_steps
-            outcome = run_episode(backend, agent, spec.init_index, spec.seed, max_steps, tuple(subscribers))
+            loop = LoopConfig(max_steps=self.config.max_steps or task.max_steps)
+            outcome = run_episode(backend, agent, backend.instruction, loop, tuple(subscribers))
             record.update(success=outcome.success, steps=outcome.steps, inferences=outcome.inferences)
             record["recovery"] = outcome.extras or None
             if self.config.disturbance != "none":
                 record["disturbance_info"] = backend.record()
+            if outcome.error is not None:
+                raise outcome.error
             if recorder:
                 record["trajectory"] = recorder.arrays()
         except Exception:
             record["error"] = traceback.format_exc()
-            log.error("episode %s failed:\n%s", spec.slug, record["error"])
+            log.error("episode %s failed after %d steps:\n%s", spec.slug, record["steps"], record["error"])
             self.close()  # the simulator may be in any state: build a fresh one next time
         record["wall_time"] = round(time.perf_counter() - start, 3)
         return record
 
     def _ensure(self, spec: EpisodeSpec):
-        from vla_wrappers.broker import ChunkBroker
-        from vla_wrappers.registry import make_policy, policy_class
-
         if spec.simulator_key() != self._sim_key:
             self.close()
             needs_images = (policy_class(spec.policy).needs_images or self.config.video_dir is not None
@@ -184,8 +183,6 @@ def _execute_on_ray(specs: list[EpisodeSpec], config: EvalConfig) -> Iterator[di
     """``config.workers`` Ray actors, each an EpisodeWorker; records come back a batch at a time."""
     from ray.util import ActorPool
 
-    from recovery.ray_cluster import connect
-
     ray = connect(config.ray_address, num_cpus=config.workers)
     remote_worker = ray.remote(num_cpus=1)(EpisodeWorker)
     actors = [remote_worker.remote(config) for _ in range(max(config.workers, 1))]
@@ -230,8 +227,6 @@ def evaluate(config: EvalConfig, on_record: Callable[[dict], None] | None = None
     selector = make_selector(config.recovery, config.suite, config.policy) if config.recovery else None
     settings = json.loads(json.dumps(selector.settings())) if selector else {}  # as a record reads back
     if config.ray_address:
-        from recovery.ray_cluster import connect
-
         connect(config.ray_address, num_cpus=config.workers)  # an unreachable cluster fails before anything runs
     store = ResultsFile(config.out)
     with store.exclusive():

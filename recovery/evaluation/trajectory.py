@@ -4,33 +4,39 @@ from __future__ import annotations
 
 import numpy as np
 
-from recovery.backend import Observation
+from recovery.core.loop import EpisodeOutcome, Step, Subscriber
+from recovery.core.robot import JointTarget, Observation
 
 IMAGE_KEYS = ("agentview_image", "wrist_image")
 PROPRIO_KEYS = ("state", "eef_pos", "eef_quat", "gripper_qpos", "joint_pos")
 
 
-class TrajectoryRecorder:
-    """Episode subscriber: pairs each observation with the action taken from it; ``sim_state``
-    (optional) returns the backend's replayable simulator state at that moment."""
+class TrajectoryRecorder(Subscriber):
+    """Episode subscriber: pairs each observation with the action taken from it, for the steps the
+    policy (or a hold) commanded; rollback motion, a joint-space command, is left out. ``sim_state``
+    (optional) returns the backend's replayable simulator state at the moment of the observation."""
 
     def __init__(self, sim_state=None):
         self._sim_state = sim_state
         self._steps: list[tuple[Observation, np.ndarray, np.ndarray | None]] = []
-        self._obs: Observation | None = None
+        self._state: np.ndarray | None = None
         self.success = False
 
     def on_episode_start(self, obs: Observation) -> None:
-        self._steps, self._obs, self.success = [], obs, False
+        self._steps, self.success = [], False
         self._state = self._sim_state() if self._sim_state else None
 
-    def on_step(self, obs: Observation, action: np.ndarray) -> None:
-        self._steps.append((self._obs, np.asarray(action, dtype=np.float64), self._state))
-        self._obs = obs
+    def on_step(self, step: Step) -> None:
+        if not isinstance(step.command, JointTarget):
+            self._steps.append((step.observation, np.asarray(step.command, dtype=np.float64), self._state))
         self._state = self._sim_state() if self._sim_state else None
 
-    def on_episode_end(self, success: bool) -> None:
-        self.success = success
+    def on_event(self, event: dict) -> None:
+        if event["event"] == "restore" and self._sim_state:
+            self._state = self._sim_state()
+
+    def on_episode_end(self, outcome: EpisodeOutcome) -> None:
+        self.success = outcome.success
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Stacked per-step arrays; ``object_poses`` is (T, N, 7) in ``object_names`` order."""

@@ -10,7 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from recovery.learning.observation import LEARNED_MODES  # noqa: E402
+from recovery.supervision.observation import LEARNED_MODES  # noqa: E402
 
 
 def plot_learning_curve(curve_csv: Path, out: Path) -> Path | None:

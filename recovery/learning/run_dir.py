@@ -6,13 +6,14 @@ import csv
 import json
 from pathlib import Path
 
-from recovery.files import written_atomically
-from recovery.learning.observation import LEARNED_MODES
+from recovery.core.errors import RecoveryError
+from recovery.core.files import written_atomically
+from recovery.supervision.observation import LEARNED_MODES
 
 CURVE_FIELDS = ["decisions", "episodes", "success_rate", "mean_return"] + [f"share_{m.name}" for m in LEARNED_MODES]
 
 
-class ResumeMismatchError(ValueError):
+class ResumeMismatchError(RecoveryError, ValueError):
     """The output directory holds a run with other settings."""
 
 

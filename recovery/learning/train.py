@@ -28,16 +28,18 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList, EvalC
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
+from recovery.learning.curve import plot_learning_curve
 from recovery.learning.env import SelectorEnv, SelectorEnvConfig
-from recovery.learning.observation import LEARNED_MODES
-from recovery.learning.run_dir import (
-    append_curve_row,
-    prepare_run,
-    save_atomically,
-    truncate_curve,
-)
-from recovery.learning.selector import check_meta, selector_meta
+from recovery.learning.ray_envs import RayVecEnv
+from recovery.learning.run_dir import append_curve_row, prepare_run, save_atomically, truncate_curve
 from recovery.learning.warm_start import WarmStartConfig, warm_start
+from recovery.ray_cluster import connect
+from recovery.supervision.build import critic_path, rule_config_for
+from recovery.supervision.config import RecoveryOptions
+from recovery.supervision.observation import LEARNED_MODES
+from recovery.supervision.ppo import check_meta, selector_meta
+from recovery.supervision.selectors import RuleSelector
+from vla_wrappers.base import resolve_device
 
 
 @dataclass(frozen=True)
@@ -93,8 +95,6 @@ def make_env(config: SelectorEnvConfig) -> Monitor:
 def make_vec_env(config: TrainSelectorConfig) -> VecEnv:
     env_fns = [functools.partial(make_env, config.env) for _ in range(config.envs)]
     if config.ray_address:
-        from recovery.learning.ray_envs import RayVecEnv
-
         return RayVecEnv(env_fns, config.ray_address)
     if config.envs == 1:
         return DummyVecEnv(env_fns)
@@ -196,15 +196,8 @@ def train_selector(config: TrainSelectorConfig) -> Path:
     """Train (or resume) and return the final selector's path."""
     import torch
 
-    from recovery.evaluation.assembly import RecoveryOptions, critic_path
-    from recovery.rule_calibration import rule_config_for
-    from recovery.selectors import RuleSelector
-    from vla_wrappers.base import resolve_device
-
     torch.set_num_threads(1)
     if config.ray_address:
-        from recovery.ray_cluster import connect
-
         connect(config.ray_address, num_cpus=config.envs)  # an unreachable cluster fails before anything is written
     out = Path(config.out)
     resume_from = prepare_run(out, config.identity())
@@ -250,7 +243,5 @@ def train_selector(config: TrainSelectorConfig) -> Path:
         venv.close()
         if eval_env is not None:
             eval_env.close()
-    from recovery.learning.curve import plot_learning_curve
-
     plot_learning_curve(out / "curve.csv", out / "learning_curve.png")
     return final

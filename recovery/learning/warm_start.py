@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
-from recovery.files import written_atomically
-from recovery.learning.observation import LEARNED_MODES
-from recovery.selectors import DecisionContext
+from recovery.core.decision import DecisionContext
+from recovery.core.files import written_atomically
+from recovery.supervision.observation import LEARNED_MODES
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from recovery.core.features import FeatureLayout
+from recovery.core.files import written_atomically
 from vla_wrappers.base import PolicyConfigError
-from recovery.features import FeatureLayout
-from recovery.files import written_atomically
 
 CHECKPOINT_FORMAT = "agentic-recovery/embedded-policy"
 CHECKPOINT_VERSION = 1

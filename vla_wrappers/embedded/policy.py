@@ -8,11 +8,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from recovery.backend import Observation
+from recovery.core.robot import Observation
+from recovery.core.shipped import shipped
 from vla_wrappers.base import Policy, PolicyConfigError, PolicyOutput, config_from_options, resolve_device
 from vla_wrappers.embedded.model import Checkpoint
 
-SHIPPED = Path(__file__).parent / "checkpoints"
+SHIPPED = shipped("vla_wrappers.embedded", "checkpoints")
 
 
 def shipped_checkpoints() -> dict[str, Path]:

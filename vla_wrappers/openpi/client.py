@@ -10,7 +10,7 @@ import numpy as np
 import websockets
 from websockets.sync.client import ClientConnection, connect
 
-from recovery.backend import Observation, RobotBackend
+from recovery.core.robot import Observation, RobotBackend
 from vla_wrappers.base import Policy, PolicyError, PolicyOutput, config_from_options
 from vla_wrappers.openpi import msgpack_numpy
 from vla_wrappers.openpi.wire import to_request

@@ -10,7 +10,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 
-from recovery.backend import Observation
+from recovery.core.robot import Observation
 
 IMAGE = "observation/image"
 WRIST_IMAGE = "observation/wrist_image"

@@ -12,11 +12,9 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-
-from recovery.backend import ACTION_DIM, Observation, RobotBackend
-from vla_wrappers.base import (
-    Policy, PolicyConfigError, PolicyError, PolicyOutput, config_from_options, resolve_device,
-)
+from recovery.core.actions import ACTION_DIM
+from recovery.core.robot import Observation, RobotBackend
+from vla_wrappers.base import Policy, PolicyConfigError, PolicyError, PolicyOutput, config_from_options, resolve_device
 from vla_wrappers.openvla import action_tokens as at
 
 TRANSFORMERS_HINT = "pip install 'agentic-recovery[openvla]' (transformers==4.57.6)"

@@ -1,0 +1,1 @@
+"""The core every other package builds on: robot contract, actions, modes, decisions, the episode loop."""

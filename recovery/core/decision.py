@@ -1,0 +1,40 @@
+"""What a mode selector sees at a decision and the contract every selector honours."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from recovery.core.errors import RecoveryError
+from recovery.core.modes import Mode
+
+
+@dataclass(frozen=True)
+class DecisionContext:
+    step: int
+    quality: float
+    value: float
+    risk: float
+    flags: dict[str, bool]
+    rollbacks_left: int
+    steps_since_rollback: int  # since the last rollback (or the episode start)
+    last_rollback_mode: Mode | None
+    history: dict[str, np.ndarray] = field(default_factory=dict)  # last N steps: proprio, actions, q, v, risk
+
+
+class UnknownSelectorError(RecoveryError, ValueError):
+    """A selector name that no registry knows; the message lists the valid ones."""
+
+
+class Selector(Protocol):
+    reads_value: bool  # whether decide() looks at value or risk: the value critic runs only if so
+
+    def reset(self) -> None: ...
+
+    def decide(self, ctx: DecisionContext) -> Mode: ...
+
+    def settings(self) -> dict:
+        """What makes two runs of this selector the same experiment (stored with each result)."""
+        ...

@@ -1,0 +1,117 @@
+"""The one interface between the stack and a robot: LIBERO (sim/) or a real arm (ros_nodes/).
+
+The supervisor never learns which backend it drives, and it never steps one: during an episode
+only the episode loop (``recovery.core.loop``) calls ``step``, once per control period, with
+either a policy action (an end-effector delta, validated by ``validate_action``) or a
+``JointTarget`` (one period of a recovery motion in joint space). Everything else here reads.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Union
+
+import numpy as np
+
+from recovery.core.actions import GRIPPER_OPEN, InvalidActionError
+
+Observation = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class EefPose:
+    """End-effector (grip point) pose in the world frame."""
+
+    pos: np.ndarray  # (3,) metres
+    rot: np.ndarray  # (3, 3) rotation matrix
+
+    def distance(self, other: EefPose) -> tuple[float, float]:
+        """(position error in m, rotation error in rad) to ``other``."""
+        pos_err = float(np.linalg.norm(self.pos - other.pos))
+        cos = (np.trace(other.rot @ self.rot.T) - 1.0) / 2.0
+        return pos_err, float(np.arccos(np.clip(cos, -1.0, 1.0)))
+
+
+@dataclass(frozen=True)
+class JointTarget:
+    """One control period of a joint-space recovery motion: head for ``joints`` (the arm's joints
+    as observed at a remembered state) with the gripper going to ``gripper``. The same target is
+    sent every period until the motion is over; a backend paces the way there within its limits."""
+
+    joints: np.ndarray
+    gripper: float = GRIPPER_OPEN
+
+    def __post_init__(self) -> None:
+        joints = np.asarray(self.joints, dtype=np.float64)
+        if joints.ndim != 1 or not np.all(np.isfinite(joints)) or not np.isfinite(self.gripper):
+            raise InvalidActionError(f"joint target must be a finite vector, got {self.joints!r}")
+        object.__setattr__(self, "joints", joints)
+
+
+Command = Union[np.ndarray, JointTarget]  # what one call of RobotBackend.step executes
+
+
+@dataclass(frozen=True)
+class ContactInfo:
+    """Contacts between the robot and the rest of the world (robot self-contacts excluded)."""
+
+    force: float  # summed normal force on the robot, N
+    touching: frozenset[str]  # names of the non-robot geoms touched
+
+    def is_free(self, threshold: float = 5.0) -> bool:
+        """Contact-free in the method's sense: external force below ``threshold`` newtons."""
+        return self.force < threshold
+
+
+@dataclass(frozen=True)
+class StepResult:
+    observation: Observation
+    success: bool
+
+
+class RobotBackend(ABC):
+    """What the stack may ask of a robot."""
+
+    supports_snapshot: bool = False
+
+    @property
+    def unwrapped(self) -> "RobotBackend":
+        """The innermost backend under any wrappers (as in Gymnasium)."""
+        return self
+
+    @abstractmethod
+    def observe(self) -> Observation:
+        """The latest observation (see the backend's docs for its keys)."""
+
+    @abstractmethod
+    def step(self, command: Command) -> StepResult:
+        """Execute one control period: a 7-D policy action, or one period of a ``JointTarget`` motion."""
+
+    @abstractmethod
+    def eef_pose(self) -> EefPose:
+        """Current pose of the grip point."""
+
+    @abstractmethod
+    def contacts(self) -> ContactInfo:
+        """Current external contacts on the robot."""
+
+    def joint_move_problem(self, target: JointTarget, max_steps: int) -> str | None:
+        """Why a motion from the current joints to ``target`` within ``max_steps`` periods would be
+        unsafe (joint, velocity or acceleration limits), or None. Pure: nothing is commanded."""
+        return None
+
+    def idle(self) -> None:
+        """Let one control period pass commanding nothing (the loop holds on a transient input error)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot idle a period")
+
+    def snapshot(self) -> Any:
+        """Exact simulator state (simulation only)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot snapshot its state")
+
+    def restore(self, snapshot: Any) -> Observation:
+        """Return to a snapshot bit-identically; returns the observation stored with it."""
+        raise NotImplementedError(f"{type(self).__name__} cannot restore a snapshot")
+
+    def close(self) -> None:
+        """Release the robot or simulator."""

@@ -1,0 +1,1 @@
+"""Data and model pipelines behind the CLI: demonstrations, references, critics, policy, rule thresholds."""

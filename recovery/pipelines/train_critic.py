@@ -1,0 +1,153 @@
+"""``recovery train-critic``: value critic + risk head from base-policy rollouts, with a report.
+
+Rollouts run on sampled layouts (never the evaluation init states), half of them under the
+action-noise disturbance so that failures are well represented. Held-out episodes measure how
+well each signal predicts failure: AUROC of an episode-level score, and how many steps before
+the end of a failed episode the signal first fires.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from critics.risk import RiskConfig, RiskHead, fit_risk_head, history_features, rule_flags
+from critics.value import ValueCritic, discounted_outcome, fit_value_net
+from recovery.core.features import FeatureLayout
+from recovery.evaluation.runner import EvalConfig, evaluate
+from sim.tasks import resolve_tasks
+
+
+@dataclass(frozen=True)
+class CriticTrainConfig:
+    suite: str
+    policy: str = "embedded"
+    episodes_per_task: int = 20  # per condition (nominal, disturbed)
+    disturbance: str = "action_noise"
+    seed: int = 2000
+    workers: int = 1
+    data_dir: Path = Path("critic_data")
+    out: Path = Path("checkpoints/critics/critic.pt")
+    holdout: float = 0.25
+    epochs: int = 30
+    hidden: int = 64  # width of V(s)'s two hidden layers; it runs every step, so it is kept small
+    progress: bool = True
+
+
+def collect_rollouts(config: CriticTrainConfig) -> list[dict]:
+    """Rollouts with outcomes, one npz per episode under data_dir (resumable like an evaluation)."""
+    root = Path(config.data_dir) / config.suite
+    for disturbance, seed in (("none", config.seed), (config.disturbance, config.seed + 10_000)):
+        def save(record: dict, disturbance=disturbance) -> None:
+            if record["error"] is None:
+                traj = record["trajectory"]
+                np.savez_compressed(root / f"{record['task']:02d}_{disturbance}_{record['seed']}.npz",
+                                    state=traj["state"], object_poses=traj["object_poses"],
+                                    object_names=traj["object_names"], success=record["success"], task=record["task"])
+
+        root.mkdir(parents=True, exist_ok=True)
+        evaluate(EvalConfig(suite=config.suite, episodes=config.episodes_per_task, sampled_layouts=True,
+                            policy=config.policy, seed=seed, workers=config.workers, disturbance=disturbance,
+                            out=root / f"rollouts_{disturbance}.jsonl", record_trajectories=True,
+                            progress=config.progress), on_record=save)
+    episodes = []
+    for path in sorted(root.glob("*.npz")):
+        with np.load(path) as data:
+            episodes.append({k: data[k] for k in data.files})
+    return episodes
+
+
+def auroc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """Probability that a random positive scores above a random negative (ties count half)."""
+    pos, neg = scores[labels == 1], scores[labels == 0]
+    if len(pos) == 0 or len(neg) == 0:
+        return float("nan")
+    greater = (pos[:, None] > neg[None]).sum() + 0.5 * (pos[:, None] == neg[None]).sum()
+    return float(greater / (len(pos) * len(neg)))
+
+
+def _lead_time(fired: np.ndarray) -> int | None:
+    """Steps between the first firing and the end of the episode."""
+    hits = np.flatnonzero(fired)
+    return int(len(fired) - hits[0]) if len(hits) else None
+
+
+def train_critic(config: CriticTrainConfig) -> tuple[ValueCritic, dict]:
+    episodes = collect_rollouts(config)
+    instructions = tuple(t.instruction for t in resolve_tasks(config.suite, None))
+    names = tuple(sorted({n.decode() for e in episodes for n in e["object_names"]}))
+    layout = FeatureLayout(names, instructions)
+
+    def featurize(e: dict) -> np.ndarray:
+        obj_names = [n.decode() for n in e["object_names"]]
+        return np.stack([layout.featurize(s, dict(zip(obj_names, p)), int(e["task"]))
+                         for s, p in zip(e["state"], e["object_poses"])])
+
+    rng = np.random.default_rng(config.seed)
+    order = rng.permutation(len(episodes))
+    n_hold = max(1, int(len(episodes) * config.holdout))
+    held, train = [episodes[i] for i in order[:n_hold]], [episodes[i] for i in order[n_hold:]]
+    feats = {id(e): featurize(e) for e in episodes}
+    x = np.concatenate([feats[id(e)] for e in train])
+    y = np.concatenate([discounted_outcome(len(e["state"]), bool(e["success"])) for e in train])
+    net = fit_value_net(x, y, layout, epochs=config.epochs, seed=config.seed, hidden=config.hidden)
+    critic = ValueCritic(layout, net, None, {})
+    traces = {id(e): critic.values(feats[id(e)]) for e in episodes}
+    risk_config = RiskConfig()
+    critic.risk_head = fit_risk_head([traces[id(e)] for e in train], risk_config, seed=config.seed)
+    report = _report(held, train, traces, critic.risk_head, risk_config)
+    critic.training = {"suite": config.suite, "policy": config.policy, "episodes": len(episodes),
+                       "train_episodes": len(train), "heldout_episodes": len(held), "seed": config.seed,
+                       "hidden": config.hidden,
+                       "failure_prediction": report}
+    critic.save(config.out)
+    config.out.with_suffix(".report.json").write_text(json.dumps(critic.training, indent=2) + "\n")
+    return critic, report
+
+
+def _signals(episodes: list[dict], traces: dict, head: RiskHead, risk_config: RiskConfig) -> dict[str, list]:
+    """Per episode and step: 1 - V, the learned TVR risk, and whether any rule fires."""
+    import torch
+
+    signals: dict[str, list[np.ndarray]] = {"value (1 - V)": [], "risk head (TVR)": [], "rules (any flag)": []}
+    for e in episodes:
+        v = traces[id(e)]
+        with torch.no_grad():
+            hist = np.stack([history_features(v[: t + 1], risk_config.k) for t in range(len(v))])
+            tvr = head(torch.from_numpy(hist)).numpy()
+        flags = np.array([any(rule_flags(v[: t + 1], risk_config).values()) for t in range(len(v))], dtype=float)
+        signals["value (1 - V)"].append(1 - v)
+        signals["risk head (TVR)"].append(tvr)
+        signals["rules (any flag)"].append(flags)
+    return signals
+
+
+def _report(held: list[dict], train: list[dict], traces: dict, head: RiskHead, risk_config: RiskConfig,
+            false_alarm_budget: float = 0.1, early_steps: int = 100) -> dict:
+    """Per signal, on held-out episodes: AUROC of the episode's peak (whole episode, and the first
+    ``early_steps`` steps, before most successes end: a failing episode is longer, which alone would
+    lift a peak); then, at a threshold set on training successes to fire on at most
+    ``false_alarm_budget`` of them, how many failures it catches and how many steps before the end."""
+    labels = np.array([0 if e["success"] else 1 for e in held])
+    held_signals = _signals(held, traces, head, risk_config)
+    train_signals = _signals([e for e in train if e["success"]], traces, head, risk_config)
+    report = {"heldout_failures": int(labels.sum()), "heldout_successes": int(len(labels) - labels.sum()),
+              "false_alarm_budget": false_alarm_budget, "early_steps": early_steps}
+    for name, per_episode in held_signals.items():
+        threshold = float(np.quantile([s.max() for s in train_signals[name]], 1 - false_alarm_budget))
+        fired = [s > threshold for s in per_episode]
+        leads = [_lead_time(f) for f, label in zip(fired, labels) if label == 1]
+        caught = [lead for lead in leads if lead is not None]
+        report[name] = {
+            "auroc": round(auroc(np.array([s.max() for s in per_episode]), labels), 3),
+            "auroc_early": round(auroc(np.array([s[:early_steps].max() for s in per_episode]), labels), 3),
+            "threshold": round(threshold, 4),
+            "fires_on_failures": f"{len(caught)}/{len(leads)}",
+            "median_steps_before_end": float(np.median(caught)) if caught else None,
+            "fires_on_successes": f"{sum(bool(f.any()) for f, label in zip(fired, labels) if label == 0)}"
+                                  f"/{int(len(labels) - labels.sum())}",
+        }
+    return report

@@ -1,0 +1,1 @@
+"""Supervision: watch execution, decide every k steps, roll back to a remembered nominal state."""

@@ -1,0 +1,85 @@
+"""A supervisor from its parts, and the shipped files those parts read by default.
+
+Used alike by the evaluation, the selector's training environment and the ROS supervisor node.
+Selectors here: ``none``, ``rule`` and ``ppo``; the simulation-only ``oracle`` is added by the
+evaluation (it reads the simulated disturbance).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from critics.quality import QualityMonitor
+from critics.references import load_references
+from critics.risk import RiskMonitor
+from critics.value import ValueCritic
+from recovery.core.decision import Selector, UnknownSelectorError
+from recovery.core.errors import RecoveryError
+from recovery.core.robot import RobotBackend
+from recovery.supervision.config import SELECTORS, SHIPPED_CRITICS, RecoveryOptions
+from recovery.supervision.ppo import PPOSelector, shipped_selector
+from recovery.supervision.selectors import NoneSelector, RuleConfig, RuleSelector
+from recovery.supervision.supervisor import Supervisor
+from vla_wrappers.broker import ChunkBroker
+
+
+class RuleConfigError(RecoveryError, ValueError):
+    """A thresholds file that `recovery calibrate-rule` did not write, or calibration settings out of range."""
+
+
+def critic_path(options: RecoveryOptions, suite: str) -> Path | None:
+    if options.critic is not None:
+        return options.critic
+    path = SHIPPED_CRITICS / f"{suite}.pt"
+    return path if path.exists() else None
+
+
+def shipped_rule_path(suite: str, policy: str) -> Path:
+    return SHIPPED_CRITICS / f"{suite}_{policy}.rule.json"
+
+
+def load_rule_config(path: Path) -> RuleConfig:
+    if not Path(path).exists():
+        raise FileNotFoundError(f"rule thresholds {path} do not exist; make them with `recovery calibrate-rule`")
+    try:
+        rule = json.loads(Path(path).read_text())["rule"]
+        rule["value_drop_rules"] = tuple(rule["value_drop_rules"])
+        return RuleConfig(**rule)
+    except (ValueError, KeyError, TypeError) as error:
+        raise RuleConfigError(f"{path} is not a `recovery calibrate-rule` file: {error!r}") from error
+
+
+def rule_config_for(suite: str, policy: str, path: Path | None = None) -> RuleConfig:
+    """``path``, else the shipped calibration for this suite and policy, else the defaults."""
+    shipped_path = shipped_rule_path(suite, policy)
+    if path is None and not shipped_path.exists():
+        return RuleConfig()
+    return load_rule_config(path or shipped_path)
+
+
+def make_selector(options: RecoveryOptions, suite: str, policy: str) -> Selector:
+    """A fresh selector; ``ppo`` loads (and checks) its checkpoint, ``rule`` its suite's thresholds."""
+    if options.selector == "ppo":
+        return PPOSelector(options.selector_path or shipped_selector(suite), critic_path(options, suite))
+    if options.selector == "rule":
+        return RuleSelector(rule_config_for(suite, policy, options.rule_config))
+    if options.selector == "none":
+        return NoneSelector()
+    raise UnknownSelectorError(f"unknown selector {options.selector!r}; valid: {', '.join(SELECTORS)}")
+
+
+def build_supervisor(backend: RobotBackend, broker: ChunkBroker, suite: str, task_name: str, selector: Selector,
+                     options: RecoveryOptions) -> Supervisor:
+    """The value critic is loaded only where something reads it (the selector, or a trace for a
+    plot): it is the largest per-step cost."""
+    references = load_references(options.references, suite, task_name)
+    path = critic_path(options, suite) if selector.reads_value or options.supervisor.keep_trace else None
+    critic = ValueCritic.load(path) if path else None
+    config = replace(options.supervisor, rollback=replace(options.supervisor.rollback, kind=options.rollback))
+    return Supervisor(
+        backend, broker, selector, QualityMonitor(references),
+        value_fn=critic.value_fn if critic else None,
+        risk=RiskMonitor(critic.risk_head if critic else None), config=config,
+    )

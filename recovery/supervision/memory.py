@@ -1,0 +1,61 @@
+"""Nominal-state memory: the states visited so far, with what the critics thought of them."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from recovery.core.robot import EefPose
+
+
+@dataclass(frozen=True)
+class NominalState:
+    step: int  # policy steps since the episode began (time)
+    pose: EefPose
+    joints: np.ndarray  # the arm's joints there: a physical rollback's goal (exact, no inverse kinematics,
+    # and it restores the posture too: elbow, null space)
+    quality: float
+    value: float
+    contact_free: bool
+    snapshot: Any = None  # exact simulator state, when the backend can snapshot
+    progress: int = 0  # task progress in steps (rewound by rollbacks); the global metric's clock
+
+
+class NominalMemory:
+    """Bounded buffer of the episode's policy-driven states (recovery steps never enter it)."""
+
+    def __init__(self, capacity: int = 64):
+        self._states: deque[NominalState] = deque(maxlen=capacity)
+        self.start: NominalState | None = None
+
+    def reset(self) -> None:
+        self._states.clear()
+        self.start = None
+
+    def add(self, state: NominalState) -> None:
+        if self.start is None:
+            self.start = state
+        self._states.append(state)
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    @property
+    def latest(self) -> NominalState:
+        return self._states[-1]
+
+    def _recent(self, now: int, horizon: int) -> list[NominalState]:
+        return [s for s in self._states if now - horizon <= s.step < now]
+
+    def best_recent(self, now: int, horizon: int = 15, score: str = "quality") -> NominalState | None:
+        """Highest ``score`` within the last ``horizon`` steps (latest wins ties)."""
+        candidates = self._recent(now, horizon)
+        return max(reversed(candidates), key=lambda s: getattr(s, score)) if candidates else None
+
+    def best_contact_free(self, now: int, horizon: int = 30, score: str = "quality") -> NominalState | None:
+        candidates = [s for s in self._recent(now, horizon) if s.contact_free]
+        return max(reversed(candidates), key=lambda s: getattr(s, score)) if candidates else None
+

@@ -1,0 +1,97 @@
+"""Hand-written mode selectors: every k steps, EXECUTE or one of the recovery modes.
+
+``none`` is the baseline; ``rule`` thresholds execution quality, its drop and the tracking error
+(and, when switched on, the value critic's risk flags); the learned selector (``ppo``) honours the
+same ``Selector`` contract (``recovery.core.decision``), reading the same ``DecisionContext``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from recovery.core.decision import DecisionContext
+from recovery.core.modes import Mode
+from recovery.supervision.config import SupervisorConfig
+
+
+class NoneSelector:
+    """Never intervenes: the base policy alone, with the same bookkeeping."""
+
+    reads_value = False
+
+    def reset(self) -> None:
+        pass
+
+    def decide(self, ctx: DecisionContext) -> Mode:
+        return Mode.EXECUTE
+
+    def settings(self) -> dict:
+        return {}
+
+
+@dataclass(frozen=True)
+class RuleConfig:
+    quality_min: float = 0.5  # intervene below this execution quality
+    quality_drop: float = 0.12  # ... or when quality fell this much below its recent peak
+    # steps over which the peak is taken: the RETRY horizon, so that RETRY's target is still from before the drop
+    drop_window: int = SupervisorConfig.retry_horizon
+    # steps after the start or a rollback whose quality is no peak: the metric restarts at 1 and settles over its
+    # 10-step window, and reading that settling as a drop made each rollback trigger the next
+    drop_warmup: int = 10
+    # risk-rule flags that trigger; off by default: on libero_object's held-out rollouts the rules fire on
+    # every successful episode too (critics/checkpoints/libero_object.report.json, AUROC 0.5)
+    value_drop_rules: tuple[str, ...] = ()
+    risk_max: float = float("inf")  # learned TVR risk above this triggers (off by default)
+    # a disturbance that has passed: the tracking error (critics.tracking, m) reached this within the drop
+    # window and has stayed below it for the last `tracking_settle` steps (off by default; calibrate-rule sets it).
+    # Rolling back while the arm is still being pushed would only be pushed off again.
+    tracking_max: float = float("inf")
+    tracking_settle: int = 2
+    cooldown: int = 10  # steps after a rollback before the next one may trigger
+    escalate_within: int = 40  # a second trigger this soon after a rollback becomes a REPAIR
+
+    def drop_peak_window(self, steps_since_rollback: int) -> int:
+        """How many of the latest quality steps the drop's peak is taken over: the drop window, less
+        the warm-up after the start or the last rollback (under 2: no drop can be judged yet)."""
+        return min(self.drop_window, steps_since_rollback - self.drop_warmup)
+
+
+class RuleSelector:
+    """Intervene when execution quality is low or just dropped, when a disturbance has just pushed
+    the arm off its commands, or when the value critic's history says decline / abrupt drop.
+    Early matters: RETRY goes back to the best state of the last 15 steps, which must still be a
+    state from before the trouble."""
+
+    def __init__(self, config: RuleConfig = RuleConfig()):
+        self.config = config
+        self.reads_value = bool(config.value_drop_rules) or math.isfinite(config.risk_max)
+
+    def reset(self) -> None:
+        pass
+
+    def settings(self) -> dict:
+        return asdict(self.config)
+
+    def decide(self, ctx: DecisionContext) -> Mode:
+        cfg = self.config
+        if ctx.rollbacks_left <= 0 or ctx.steps_since_rollback < cfg.cooldown:
+            return Mode.EXECUTE
+        window = cfg.drop_peak_window(ctx.steps_since_rollback)
+        recent = ctx.history.get("quality", np.array([]))[-window:] if window > 1 else ()
+        dropped = len(recent) > 1 and float(np.max(recent)) - ctx.quality >= cfg.quality_drop
+        tracking = ctx.history.get("tracking", np.array([]))[-cfg.drop_window:]
+        pushed = (len(tracking) > cfg.tracking_settle and float(np.max(tracking)) >= cfg.tracking_max
+                  and float(np.max(tracking[-cfg.tracking_settle:])) < cfg.tracking_max)
+        triggered = (ctx.quality < cfg.quality_min or dropped or pushed
+                     or ctx.risk > cfg.risk_max or any(ctx.flags.get(name, False) for name in cfg.value_drop_rules))
+        if not triggered:
+            return Mode.EXECUTE
+        if ctx.last_rollback_mode is not None and ctx.steps_since_rollback < cfg.escalate_within:
+            return Mode.REPAIR
+        return Mode.RETRY
+
+
+SELECTORS = {"none": NoneSelector, "rule": RuleSelector}

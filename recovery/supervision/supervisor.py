@@ -1,0 +1,212 @@
+"""The supervisor: watches every step, decides every k steps, rolls back, hands control back.
+
+It is the episode loop's agent (``recovery.core.loop``): each control period it answers with what
+the robot does next (the base policy's action through the chunk broker, a hold, or the next period
+of a rollback) and never steps the robot itself. It needs nothing but the RobotBackend interface,
+so it runs the same in LIBERO and on a robot.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from typing import Callable
+
+import numpy as np
+
+from critics.quality import QualityMonitor
+from critics.references import reference_feature
+from critics.risk import RiskMonitor
+from critics.tracking import TrackingMonitor
+from recovery.core.actions import HOLD_ACTION
+from recovery.core.decision import DecisionContext, Selector
+from recovery.core.loop import Control
+from recovery.core.modes import Mode
+from recovery.core.robot import Observation, RobotBackend
+from recovery.supervision.config import SupervisorConfig
+from recovery.supervision.grasp import GraspMonitor
+from recovery.supervision.memory import NominalMemory, NominalState
+from recovery.supervision.rollback import Rollback, start_rollback
+from vla_wrappers.broker import ChunkBroker
+
+ValueFn = Callable[[Observation], float]
+
+
+class Supervisor:
+    def __init__(self, backend: RobotBackend, broker: ChunkBroker, selector: Selector, quality: QualityMonitor,
+                 value_fn: Callable[[str], ValueFn] | None = None, risk: RiskMonitor | None = None,
+                 config: SupervisorConfig = SupervisorConfig()):
+        if config.rollback.kind == "snapshot" and not backend.supports_snapshot:
+            raise ValueError(f"{type(backend).__name__} cannot snapshot: use the physical rollback")
+        self.backend, self.broker, self.selector = backend, broker, selector
+        self.quality, self.risk, self.config = quality, risk, config
+        self._value_for_task = value_fn
+        self.memory = NominalMemory(capacity=max(config.repair_horizon, config.retry_horizon) + 2)
+        self.grasp = GraspMonitor(config.grasp_latch)
+        self.tracking = TrackingMonitor()
+
+    @property
+    def inferences(self) -> int:
+        return self.broker.inferences
+
+    def reset(self, instruction: str) -> None:
+        self.broker.reset(instruction)
+        self.selector.reset()
+        self.quality.reset()
+        if self.risk:
+            self.risk.reset()
+        self.memory.reset()
+        self.grasp.reset()
+        self.tracking.reset()
+        self._value = self._value_for_task(instruction) if self._value_for_task else None
+        self._step, self._progress, self._last_action, self._mode = 0, 0, None, Mode.EXECUTE
+        self._observed_at = -1  # the policy step whose observation has been scored
+        self._rollback: Rollback | None = None
+        self._rollback_mode = Mode.EXECUTE
+        self.applied_mode = Mode.EXECUTE  # the mode the last decision actually ran
+        self._last_rollback_step, self._last_rollback_mode = 0, None
+        self.recovery_steps, self.rollbacks, self.failed_rollbacks = 0, 0, 0
+        self._modes: Counter[str] = Counter()
+        self._history: dict[str, deque] = {k: deque(maxlen=self.config.history)
+                                            for k in ("state", "action", "quality", "value", "risk", "tracking")}
+        self._trace: dict[str, list] = {k: [] for k in ("quality", "value", "risk", "tracking", "decisions")}
+
+    # --- the Agent contract --------------------------------------------------------------------
+    def act(self, obs: Observation) -> Control:
+        """One control period: continue a rollback, or watch, decide when due, and command."""
+        if self._rollback is not None:
+            return self._continue_rollback(obs)
+        context = self.pending_decision(obs)
+        if context is None:
+            return self._command(obs)
+        mode = self.apply(self.selector.decide(context))
+        event = {"event": "decision", "mode": mode.name, "rollbacks": self.rollbacks}
+        if mode.is_rollback:
+            return self._start_rollback(mode, obs, event)
+        return self._command(obs, (event,) if mode != Mode.EXECUTE else ())
+
+    def pending_decision(self, obs: Observation) -> DecisionContext | None:
+        """Score ``obs`` (once per policy step) and return the decision context if a decision is due
+        now. The selector's training environment stops here to let the agent being trained decide."""
+        if self._rollback is not None:
+            return None
+        if self._observed_at != self._step:
+            self.observe(obs)
+            self._observed_at = self._step
+        return self.context() if self.decision_due else None
+
+    @property
+    def decision_due(self) -> bool:
+        return self._step > 0 and self._step % self.config.decision_every == 0
+
+    def close(self) -> None:
+        self.broker.close()
+
+    def summary(self) -> dict:
+        out = {"modes": dict(self._modes), "rollbacks": self.rollbacks, "failed_rollbacks": self.failed_rollbacks,
+               "recovery_steps": self.recovery_steps, "rollback": self.config.rollback.kind}
+        if self.config.rollback.kind == "snapshot":
+            out["note"] = "snapshot rollback: simulation-only upper bound"
+        if self.config.keep_trace:
+            out["trace"] = self._trace
+        return out
+
+    # --- watching ------------------------------------------------------------------------------
+    def observe(self, obs: Observation) -> None:
+        """Score the state reached by the last action and remember it (rollback motion never gets here)."""
+        action = self._last_action if self._last_action is not None else np.zeros(7)
+        quality = self.quality.update(self._progress, obs["eef_pos"], reference_feature(obs["state"]), action)
+        value = self._value(obs) if self._value else 1.0
+        risk = self.risk.update(value) if self.risk else 0.0
+        tracking = self.tracking.update(obs["eef_pos"], action)
+        contacts = self.backend.contacts()
+        holding = self.grasp.update(action[6] > 0, contacts, self.config.contact_threshold)
+        contact_free = contacts.is_free(self.config.contact_threshold) and not holding
+        snapshot = self.backend.snapshot() if self.config.rollback.kind == "snapshot" else None
+        self.memory.add(NominalState(self._step, self.backend.eef_pose(), np.array(obs["joint_pos"], dtype=np.float64),
+                                     quality, value, contact_free, snapshot, self._progress))
+        for key, item in (("state", obs["state"]), ("action", action), ("quality", quality), ("value", value),
+                          ("risk", risk), ("tracking", tracking)):
+            self._history[key].append(item)
+        if self.config.keep_trace:
+            for key, item in (("quality", quality), ("value", value), ("risk", risk), ("tracking", tracking)):
+                self._trace[key].append(round(float(item), 4))
+
+    # --- deciding and recovering ---------------------------------------------------------------
+    def context(self) -> DecisionContext:
+        return DecisionContext(
+            step=self._step, quality=self.quality.value, value=self._history["value"][-1],
+            risk=self._history["risk"][-1], flags=dict(self.risk.flags) if self.risk else {},
+            rollbacks_left=self.config.max_rollbacks - self.rollbacks,
+            steps_since_rollback=self._step - self._last_rollback_step, last_rollback_mode=self._last_rollback_mode,
+            history={k: np.array(v) for k, v in self._history.items()},
+        )
+
+    def apply(self, mode: Mode) -> Mode:
+        """Admit the selector's ``mode`` and switch to it; returns the mode that runs. A rollback past
+        the episode's budget, or one that would drop what the gripper holds, becomes EXECUTE:
+        whatever the selector, learned or not, asked for."""
+        if mode.is_rollback and (self.rollbacks >= self.config.max_rollbacks
+                                 or self.config.rollback.kind == "physical" and self.grasp.holding):
+            mode = Mode.EXECUTE
+        self.applied_mode = mode
+        self._modes[mode.name] += 1
+        self._mode = mode
+        return mode
+
+    def _command(self, obs: Observation, events: tuple[dict, ...] = ()) -> Control:
+        """The base policy's action for this step, or a hold."""
+        action = HOLD_ACTION if self._mode == Mode.HOLD else self.broker.act(obs)
+        self._last_action = np.asarray(action)
+        self._step += 1
+        self._progress += 1
+        return Control(action, self._mode, events=events)
+
+    def _start_rollback(self, mode: Mode, obs: Observation, event: dict) -> Control:
+        target = self._target(mode)
+        self._rollback, self._rollback_mode = start_rollback(target, self.config.rollback, self.backend), mode
+        return self._continue_rollback(obs, ({**event, "target_step": target.step},))
+
+    def _continue_rollback(self, obs: Observation, events: tuple[dict, ...] = ()) -> Control:
+        control = self._rollback.next(obs, self.backend.eef_pose(), self._rollback_mode)
+        if control is not None:
+            return Control(control.command, control.mode, control.restore, events)
+        return self._command(obs, events + (self._end_rollback(),))
+
+    def _end_rollback(self) -> dict:
+        """Book the finished rollback and start execution over from the state it reached."""
+        result, target, mode = self._rollback.result(), self._rollback.target, self._rollback_mode
+        self._rollback = None
+        self.recovery_steps += result.steps
+        self.rollbacks += 1
+        self.failed_rollbacks += not result.reached
+        self._last_rollback_step, self._last_rollback_mode = self._step, mode
+        self._progress = target.progress  # back where the task stood then: compare with the references there
+        self.broker.flush()  # the in-flight chunk was planned for a state we left
+        self.quality.reset()  # execution starts over from a nominal state; the jump is not the policy's motion
+        self.tracking.reset()
+        self._history["quality"].clear()
+        self._history["tracking"].clear()
+        self._mode = Mode.EXECUTE
+        record = {"step": self._step, "mode": mode.name, "target_step": target.step, "reached": result.reached,
+                  "steps": result.steps}
+        if result.refused:
+            record["refused"] = result.refused
+        if self.config.keep_trace:
+            self._trace["decisions"].append(record)
+        return {"event": "rollback_end", **record, "pos_error": result.pos_error, "rot_error": result.rot_error}
+
+    def _target(self, mode: Mode) -> NominalState:
+        """RETRY: best quality of the last ``retry_horizon`` steps; REPAIR: best contact-free state
+        of the last ``repair_horizon``; RESET: the episode's start. A physical rollback opens the
+        gripper, so it cannot reproduce a state that held something: it only takes contact-free
+        targets, and falls back to the start when the window has none."""
+        cfg, memory = self.config, self.memory
+        physical = cfg.rollback.kind == "physical"
+        if mode == Mode.RETRY:
+            pick = memory.best_contact_free if physical else memory.best_recent
+            target = pick(self._step, cfg.retry_horizon)
+        elif mode == Mode.REPAIR:
+            target = memory.best_contact_free(self._step, cfg.repair_horizon)
+        else:
+            target = None
+        return target or memory.start
