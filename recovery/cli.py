@@ -148,6 +148,23 @@ def _add_recovery_args(parser: argparse.ArgumentParser, selector_default: str | 
                      "default %(default)s)")
 
 
+PAIRED_HELP = """
+
+Paired statistics: two variants that ran the same episodes (suite, task, init state, seed) under the
+same disturbance are compared episode by episode, for each pair of such variants (A the earlier
+column) and suite: B wins (B succeeded where A failed), B losses (the reverse), ties (both ok, both
+fail) and the exact two-sided McNemar p-value, a binomial test on wins against losses: the chance of
+a split at least this uneven if A and B were equally good (1 when none differ). Pairing cancels what
+the layout and seed do to both variants alike, so it tells smaller differences apart than two
+separate success rates do."""
+
+
+def _add_list_differing(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--list-differing", action="store_true",
+                        help="also list, per pair of variants, the episodes one solved and the other did not "
+                        "(task, init, seed, which succeeded, steps and rollbacks of each): the ones to replay")
+
+
 def _cmd_policies(args: argparse.Namespace) -> int:
     from vla_wrappers.registry import POLICIES
 
@@ -279,16 +296,24 @@ def _cmd_plot_episode(args: argparse.Namespace) -> int:
     return 0
 
 
+def _with_paired(table: str, records: list[dict], list_differing: bool) -> str:
+    """The table, then the paired statistics and (asked for) the differing episodes, where there are any."""
+    from recovery.evaluation.stats import differing_episodes, paired_table
+
+    parts = [table, paired_table(records), differing_episodes(records) if list_differing else ""]
+    return "\n\n".join(part for part in parts if part)
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     from recovery.evaluation.results import ResultsFile
     from recovery.evaluation.stats import comparison_table
 
     records = [r for path in args.files for r in ResultsFile(path).load()]
-    table = comparison_table(records)
-    print(table)
+    report = _with_paired(comparison_table(records), records, args.list_differing)
+    print(report)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(table + "\n")
+        args.out.write_text(report + "\n")
     return 0
 
 
@@ -297,7 +322,7 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
     from recovery.evaluation.stats import format_table, summarize
 
     records = [r for path in args.files for r in ResultsFile(path).load()]
-    print(format_table(summarize(records)))
+    print(_with_paired(format_table(summarize(records)), records, args.list_differing))
     return 0
 
 
@@ -474,12 +499,14 @@ def _plot_episode_options(pe: argparse.ArgumentParser) -> None:
 
 
 def _compare_options(cp: argparse.ArgumentParser) -> None:
-    cp.add_argument("files", nargs="+", type=Path)
-    cp.add_argument("--out", type=Path, help="also write the table (Markdown) here")
+    cp.add_argument("files", nargs="+", type=Path, help="results files (JSONL, from recovery eval)")
+    cp.add_argument("--out", type=Path, help="also write the report (Markdown) here")
+    _add_list_differing(cp)
 
 
 def _summarize_options(sm: argparse.ArgumentParser) -> None:
-    sm.add_argument("files", nargs="+", type=Path)
+    sm.add_argument("files", nargs="+", type=Path, help="results files (JSONL, from recovery eval)")
+    _add_list_differing(sm)
 
 
 def _tasks_options(tasks: argparse.ArgumentParser) -> None:
@@ -535,10 +562,12 @@ COMMANDS = {
     "policies": (_cmd_policies, None, "list the registered policies", None),
     "plot-episode": (_cmd_plot_episode, _plot_episode_options,
                      "run one supervised episode and plot its quality/value/risk traces", None),
-    "compare": (_cmd_compare, _compare_options, "side-by-side success table of several evaluations",
-                "One column per variant (policy, selector/rollback, disturbance); only episodes present in every "
-                "variant (same task, init state and seed) are compared. 'rb' = rollbacks."),
-    "summarize": (_cmd_summarize, _summarize_options, "success table (95%% Wilson intervals) of results files", None),
+    "compare": (_cmd_compare, _compare_options, "side-by-side success table of several evaluations, with paired "
+                "statistics", "One column per variant (policy, selector/rollback, disturbance); only episodes "
+                "present in every variant (same task, init state and seed) are compared. 'rb' = rollbacks."
+                + PAIRED_HELP),
+    "summarize": (_cmd_summarize, _summarize_options, "success table (95%% Wilson intervals) of results files",
+                  "One row per task and variant, then per suite and variant." + PAIRED_HELP),
 }
 
 

@@ -1,4 +1,5 @@
-"""Success rates with 95% Wilson intervals, per task and per suite, as a Markdown table."""
+"""Success rates with 95% Wilson intervals, per task and per suite, as Markdown tables; and where two
+variants ran the same episodes, paired wins and losses with an exact McNemar test."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import math
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
+from itertools import combinations
 
 Z95 = 1.959963984540054
 
@@ -84,13 +86,28 @@ def variant_label(record: dict) -> str:
     return f"{record['policy']} · {recovery} · {record.get('disturbance', 'none')}"
 
 
+def episode_key(record: dict) -> tuple:
+    """(suite, task, init, seed): what makes two variants' episodes the same experiment."""
+    return record["suite"], record["task"], record["init"], record["seed"]
+
+
+def records_by_variant(records: list[dict]) -> dict[str, dict[tuple, dict]]:
+    """variant label -> episode key -> record, labels in column order."""
+    by_variant: dict[str, dict[tuple, dict]] = defaultdict(dict)
+    for r in records:
+        by_variant[variant_label(r)][episode_key(r)] = r
+    return dict(sorted(by_variant.items()))
+
+
+def _rollbacks(record: dict) -> int:
+    return (record.get("recovery") or {}).get("rollbacks", 0)
+
+
 def comparison_table(records: list[dict]) -> str:
     """Rows: tasks then suites; columns: variants; cells: successes/n, rate and 95% interval.
     Only episodes present in every variant are compared (same init states, same seeds)."""
-    by_variant: dict[str, dict[tuple, dict]] = defaultdict(dict)
-    for r in records:
-        by_variant[variant_label(r)][(r["suite"], r["task"], r["init"], r["seed"])] = r
-    variants = sorted(by_variant)
+    by_variant = records_by_variant(records)
+    variants = list(by_variant)
     common = set.intersection(*(set(v) for v in by_variant.values())) if by_variant else set()
     groups: dict[str, list[tuple]] = defaultdict(list)
     for key in sorted(common):
@@ -104,8 +121,109 @@ def comparison_table(records: list[dict]) -> str:
             recs = [by_variant[variant][k] for k in keys]
             k = sum(bool(r["success"]) for r in recs)
             lo, hi = wilson_interval(k, len(recs))
-            rollbacks = sum((r.get("recovery") or {}).get("rollbacks", 0) for r in recs)
+            rollbacks = sum(_rollbacks(r) for r in recs)
             extra = f", {rollbacks} rb" if rollbacks else ""
             cells.append(f"{k}/{len(recs)} = {k / len(recs):.0%} [{lo:.0%}, {hi:.0%}]{extra}")
         lines.append(f"| {group} | {len(keys)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def mcnemar_exact_p(wins: int, losses: int) -> float:
+    """Two-sided exact McNemar p-value. If A and B were equally good, each discordant episode would be
+    a fair coin toss, so p is a binomial tail; exact rather than chi-squared because the counts are small."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1))
+    return min(1.0, 2 * tail / 2**n)
+
+
+@dataclass(frozen=True)
+class PairedOutcomes:
+    """B against A on the episodes both ran. Ties are kept apart: both ok and both fail say different
+    things about the tasks, though neither says which variant is better."""
+
+    wins: int  # B succeeded, A failed
+    losses: int  # A succeeded, B failed
+    both_ok: int
+    both_fail: int
+
+    @property
+    def n(self) -> int:
+        return self.wins + self.losses + self.both_ok + self.both_fail
+
+    @property
+    def p_value(self) -> float:
+        return mcnemar_exact_p(self.wins, self.losses)
+
+
+def _succeeded(record: dict) -> bool:
+    return bool(record.get("success"))  # an error is a failure
+
+
+def paired_outcomes(a: dict[tuple, dict], b: dict[tuple, dict]) -> PairedOutcomes:
+    """Counts over the episode keys in both ``a`` and ``b`` (key -> record); an episode only one ran
+    has no twin to be compared with and is left out."""
+    pairs = [(_succeeded(a[k]), _succeeded(b[k])) for k in a.keys() & b.keys()]
+    return PairedOutcomes(
+        wins=pairs.count((False, True)), losses=pairs.count((True, False)),
+        both_ok=pairs.count((True, True)), both_fail=pairs.count((False, False)),
+    )
+
+
+def paired_variants(by_variant: dict[str, dict[tuple, dict]]) -> list[tuple[str, str]]:
+    """Each (A, B) pair of variants that share a disturbance and at least one episode, A the earlier
+    column (the baseline 'no supervisor' sorts first). Under another disturbance an episode is another
+    experiment, so variants of different disturbances are not paired."""
+    def disturbance(variant: str) -> str:
+        return next(iter(by_variant[variant].values())).get("disturbance", "none")
+
+    return [(a, b) for a, b in combinations(by_variant, 2)
+            if disturbance(a) == disturbance(b) and by_variant[a].keys() & by_variant[b].keys()]
+
+
+def _of_suite(episodes: dict[tuple, dict], suite: str) -> dict[tuple, dict]:
+    return {k: r for k, r in episodes.items() if k[0] == suite}
+
+
+PAIRED_EXPLAINED = (
+    "Paired: A and B ran the same episodes (suite, task, init state, seed) under the same disturbance. "
+    "B wins: B succeeded where A failed; B losses: the reverse. McNemar p: exact two-sided binomial test of "
+    "wins against losses, the chance of a split at least this uneven if A and B were equally good."
+)
+
+
+def paired_table(records: list[dict]) -> str:
+    """One row per pair of variants and suite; "" when no two variants share an episode."""
+    by_variant = records_by_variant(records)
+    lines = []
+    for a, b in paired_variants(by_variant):
+        for suite in sorted({k[0] for k in by_variant[a].keys() & by_variant[b].keys()}):
+            o = paired_outcomes(_of_suite(by_variant[a], suite), _of_suite(by_variant[b], suite))
+            lines.append(f"| {suite} | {a} | {b} | {o.n} | {o.wins} | {o.losses} | {o.both_ok} | "
+                         f"{o.both_fail} | {o.p_value:.3g} |")
+    if not lines:
+        return ""
+    return "\n".join([PAIRED_EXPLAINED, "",
+                      "| suite | A | B | n | B wins | B losses | both ok | both fail | McNemar p |",
+                      "|---|---|---|---|---|---|---|---|---|", *lines])
+
+
+def differing_episodes(records: list[dict]) -> str:
+    """Per pair of variants, the episodes one solved and the other did not: the ones worth replaying."""
+    by_variant = records_by_variant(records)
+    sections = []
+    for a, b in paired_variants(by_variant):
+        common = by_variant[a].keys() & by_variant[b].keys()
+        keys = sorted(k for k in common if _succeeded(by_variant[a][k]) != _succeeded(by_variant[b][k]))
+        if not keys:
+            continue
+        lines = [f"Episodes that differ, A = {a}, B = {b}:", "",
+                 "| task | init | seed | succeeded | steps A / B | rollbacks A / B |", "|---|---|---|---|---|---|"]
+        for key in keys:
+            ra, rb = by_variant[a][key], by_variant[b][key]
+            suite, task, init, seed = key
+            lines.append(f"| {suite}/{task} | {init} | {seed} | {'A' if _succeeded(ra) else 'B'} | "
+                         f"{ra.get('steps')} / {rb.get('steps')} | {_rollbacks(ra)} / {_rollbacks(rb)} |")
+        sections.append("\n".join(lines))
+    return "\n\n".join(sections)
