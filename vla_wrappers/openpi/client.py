@@ -110,6 +110,9 @@ class OpenPIClientPolicy(Policy):
                          open_timeout=self.config.timeout_s)
             try:
                 self.metadata = msgpack_numpy.unpackb(ws.recv(timeout=self.config.timeout_s))
+            except msgpack_numpy.MalformedFrameError as exc:
+                ws.close()
+                raise PolicyServerError(f"{self.config.uri} sent malformed metadata: {exc}") from exc
             except Exception:
                 ws.close()
                 raise
