@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import sys
@@ -187,6 +188,24 @@ def test_hostile_server_is_a_clear_error(metadata, reply, message):
         threading.Thread(target=srv.serve_forever, daemon=True).start()
         with pytest.raises(PolicyServerError, match=message):
             _client(port).infer(_obs())
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs POSIX job control signals")
+def test_stopped_server_fails_within_the_timeout(server):
+    proc, port = server("zero")
+    client = _client(port, timeout_s=1.0)
+    obs = {"state": np.zeros(8)}  # small: the stopped server's socket buffers take it whole
+    client.infer(obs)
+    proc.send_signal(signal.SIGSTOP)  # the server neither replies nor completes a closing handshake
+    try:
+        start = time.monotonic()
+        with pytest.raises(PolicyServerError, match="did not answer within 1.0 s"):
+            client.infer(obs)
+        assert time.monotonic() - start < 1.6
+    finally:
+        proc.send_signal(signal.SIGCONT)
+    assert client.infer(obs).actions.shape == (1, 7)  # the server is back: the client reconnects
+    client.close()
 
 
 def test_server_down_marks_episodes_as_policy_errors(tmp_path):
