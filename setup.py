@@ -39,9 +39,10 @@ setup(
         # from the same index as your torch build.
         "openvla": ["transformers==4.57.6"],
         "ray": ["ray==2.60.0"],  # --ray: evaluation shards and training environments on a Ray cluster
-        # transformers: the OpenVLA tests on a tiny double; ray: the sharding tests on a local instance
+        # transformers: the OpenVLA tests on a tiny double; ray: the sharding tests on a local instance;
         # import-linter: the layers' contracts (.importlinter); hypothesis: property-based fuzzing of the wire
-        "test": ["pytest==9.0.3", "transformers==4.57.6", "ray==2.60.0", "import-linter==2.16", "grimp==3.20"],
+        "test": ["pytest==9.0.3", "transformers==4.57.6", "ray==2.60.0", "import-linter==2.16", "grimp==3.20",
+                 "hypothesis==6.155.2"],
         # ROS 2 Jazzy from PyPI wheels (real rclpy, Fast DDS); no launch_ros / control_msgs wheels exist:
         # `recovery ros up` replaces the launch file here, FollowJointTrajectory is used where installed.
         "ros": [

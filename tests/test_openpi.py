@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import msgpack
 import numpy as np
 import pytest
 from websockets.sync.client import connect
@@ -143,6 +145,67 @@ def test_malformed_reply_is_a_clear_error():
         with pytest.raises(PolicyServerError, match="malformed frame"):
             _client(port).infer(_obs())
         srv.shutdown()
+
+
+def _raw_array(dtype: str, shape: list, data: bytes) -> dict:
+    """An ``__ndarray__`` map as a hostile or broken peer may send it, unchecked."""
+    return {b"__ndarray__": True, b"data": data, b"dtype": dtype, b"shape": shape}
+
+
+OBJECT_ARRAY = _raw_array("|O", [8], b"\x41" * 64)  # eight pointers to 0x4141414141414141
+
+
+@pytest.mark.parametrize("state, reason", [
+    (OBJECT_ARRAY, "dtype '|O' is not a bool / integer / float / complex type"),
+    (_raw_array("<f8", [8], b"\0" * 56), "needs 64 bytes, got 56"),
+], ids=["object dtype", "short buffer"])
+def test_hostile_request_gets_error_reply_and_server_serves_on(server, state, reason):
+    _, port = server("zero")
+    with connect(f"ws://127.0.0.1:{port}") as ws:
+        ws.recv()  # metadata
+        ws.send(msgpack.packb({"observation/state": state, "prompt": "x"}))
+        error = ws.recv(timeout=10)
+        assert isinstance(error, str) and "MalformedFrameError" in error and reason in error
+        with pytest.raises(Exception):
+            ws.recv(timeout=10)
+        assert ws.close_code == 1011
+    assert _client(port).infer(_obs()).actions.shape == (1, 7)  # the server survives
+
+
+@pytest.mark.parametrize("metadata, reply, message", [
+    (msgpack.packb({"x": OBJECT_ARRAY}), b"", "sent malformed metadata: .*dtype '\\|O'"),
+    (msgpack.packb({}), msgpack.packb({"actions": OBJECT_ARRAY}), "sent a malformed frame: .*dtype '\\|O'"),
+], ids=["metadata", "reply"])
+def test_hostile_server_is_a_clear_error(metadata, reply, message):
+    port = _free_port()
+
+    def handler(ws):
+        ws.send(metadata)
+        for _ in ws:
+            ws.send(reply)
+
+    with serve(handler, "127.0.0.1", port) as srv:
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        with pytest.raises(PolicyServerError, match=message):
+            _client(port).infer(_obs())
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs POSIX job control signals")
+def test_stopped_server_fails_within_the_timeout(server):
+    proc, port = server("zero")
+    client = _client(port, timeout_s=1.0)
+    obs = {"state": np.zeros(8)}  # small: the stopped server's socket buffers take it whole
+    client.infer(obs)
+    proc.send_signal(signal.SIGSTOP)  # the server neither replies nor completes a closing handshake
+    try:
+        start = time.monotonic()
+        with pytest.raises(PolicyServerError, match="did not answer within 1.0 s"):
+            client.infer(obs)
+        assert time.monotonic() - start < 1.6
+    finally:
+        proc.send_signal(signal.SIGCONT)
+    assert client.infer(obs).actions.shape == (1, 7)  # the server is back: the client reconnects
+    client.close()
 
 
 def test_server_down_marks_episodes_as_policy_errors(tmp_path):

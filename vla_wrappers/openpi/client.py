@@ -65,7 +65,7 @@ class OpenPIClientPolicy(Policy):
         return PolicyOutput(actions, {k: v for k, v in reply.items() if k != "actions"})
 
     def close(self) -> None:
-        self._drop()
+        self._drop(grace_s=self.config.timeout_s)
 
     # --- connection ----------------------------------------------------------------------------
     def _round_trip(self, request: bytes):
@@ -110,13 +110,24 @@ class OpenPIClientPolicy(Policy):
                          open_timeout=self.config.timeout_s)
             try:
                 self.metadata = msgpack_numpy.unpackb(ws.recv(timeout=self.config.timeout_s))
+            except msgpack_numpy.MalformedFrameError as exc:
+                _close(ws, grace_s=0.0)
+                raise PolicyServerError(f"{self.config.uri} sent malformed metadata: {exc}") from exc
             except Exception:
-                ws.close()
+                _close(ws, grace_s=0.0)
                 raise
             self._ws = ws
         return self._ws
 
-    def _drop(self) -> None:
+    def _drop(self, grace_s: float = 0.0) -> None:
+        """After a failure the server's half of the closing handshake is not waited for: a server that
+        stopped answering would hold us for the library's close timeout on top of ours."""
         if self._ws is not None:
-            self._ws.close()
+            _close(self._ws, grace_s)
             self._ws = None
+
+
+def _close(ws: ClientConnection, grace_s: float) -> None:
+    """Close, waiting at most ``grace_s`` for the server to complete the closing handshake."""
+    ws.close_timeout = grace_s  # read by close(), which takes no timeout of its own
+    ws.close()
