@@ -8,7 +8,8 @@ from geometry_msgs.msg import PoseStamped
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-from ros_nodes.trajectory import JointPath
+from ros_nodes.config import JointLimits
+from ros_nodes.trajectory import JointPath, TrajectoryLimitError, check_trajectory
 
 # latched: a late subscriber still gets the last value (mode, emergency stop)
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
@@ -59,3 +60,17 @@ def trajectory_path(msg: JointTrajectory, order: list[int]) -> JointPath:
         column([list(p.positions) for p in points], n), column([list(p.velocities) for p in points], n),
         column([list(p.accelerations) for p in points], n),
     )
+
+
+def received_path(msg: JointTrajectory, names: tuple[str, ...], start: np.ndarray, limits: JointLimits) -> JointPath:
+    """The path of a received trajectory, checked as a joint trajectory controller checks it (joint
+    names, one position per joint, finite values, limits); TrajectoryLimitError says why it is refused."""
+    if sorted(msg.joint_names) != sorted(names):
+        raise TrajectoryLimitError(f"joint names {list(msg.joint_names)} do not match {list(names)}")
+    path = trajectory_path(msg, [list(msg.joint_names).index(n) for n in names])
+    if path.positions.shape != (len(msg.points), len(names)):
+        raise TrajectoryLimitError("every point needs one position per joint")
+    problems = check_trajectory(start, path, limits)
+    if problems:
+        raise TrajectoryLimitError("; ".join(problems))
+    return path

@@ -7,9 +7,11 @@ control period for a policy action; for a ``JointTarget`` (a rollback), one join
 control_msgs is installed) when the target is new, then nothing while the controller runs it.
 
 Safety: every input must be younger than ``max_state_age_s`` or ``observe`` raises StaleStateError
-(the caller holds: nothing is commanded from old data); a JointState with other joint names is
-rejected and logged; a rollback trajectory outside the joint limits is refused and logged; after
-an emergency stop no command leaves this backend until ``clear_emergency_stop``.
+(the caller holds: nothing is commanded from old data); a message that cannot be used (a
+JointState with other joint names or counts, a value that is not finite) is rejected, logged, and
+holds the supervisor for ``max_state_age_s`` (``ros_nodes.state.ArmStateCache``); a rollback
+trajectory outside the joint limits is refused; after an emergency stop no command leaves this
+backend until ``clear_emergency_stop``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from typing import Callable
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped, TwistStamped, WrenchStamped
@@ -31,7 +34,7 @@ from recovery.core.robot import Command, ContactInfo, EefPose, JointTarget, Obse
 from ros_nodes.config import ConfigError, RobotConfig
 from ros_nodes.convert import action_to_twist, image_to_rgb, standard_state
 from ros_nodes.messages import pose_arrays, to_sec, trajectory_msg
-from ros_nodes.state import ArmStateCache, JointMapper, JointNamesError, StaleStateError
+from ros_nodes.state import ArmStateCache, JointMapper, StaleStateError, check_finite
 from ros_nodes.trajectory import TrajectoryLimitError, check_trajectory, plan_joint_move
 
 
@@ -72,33 +75,30 @@ class RosBackend(RobotBackend):
 
     # --- inputs (executor thread) ----------------------------------------------------------------
     def _on_joint_state(self, msg: JointState) -> None:
-        try:
-            value = self.joints.split(list(msg.name), msg.position, msg.velocity)
-        except JointNamesError as exc:
-            self.state.reject("joints", str(exc))
-            self.log.error(f"rejected joint state: {exc}", throttle_duration_sec=2.0)
-            return
-        self.state.put("joints", value, to_sec(msg.header.stamp))
+        self._accept("joints", lambda: self.joints.split(list(msg.name), msg.position, msg.velocity), msg.header)
 
     def _on_eef_pose(self, msg: PoseStamped) -> None:
-        self.state.put("eef_pose", pose_arrays(msg), to_sec(msg.header.stamp))
+        self._accept("eef_pose", lambda: pose_arrays(msg), msg.header)
 
     def _on_wrench(self, msg: WrenchStamped) -> None:
         f = msg.wrench.force
-        self.state.put("wrench", float(math.sqrt(f.x * f.x + f.y * f.y + f.z * f.z)), to_sec(msg.header.stamp))
+        self._accept("wrench", lambda: float(math.sqrt(f.x * f.x + f.y * f.y + f.z * f.z)), msg.header)
 
     def _on_object(self, name: str, msg: PoseStamped) -> None:
-        pos, quat = pose_arrays(msg)
-        self.state.put(f"object:{name}", np.concatenate([pos, quat]), to_sec(msg.header.stamp))
+        self._accept(f"object:{name}", lambda: np.concatenate(pose_arrays(msg)), msg.header)
 
     def _on_image(self, key: str, msg: Image) -> None:
+        self._accept(key, lambda: image_to_rgb(msg.height, msg.width, msg.encoding, msg.step, msg.data), msg.header)
+
+    def _accept(self, key: str, parse: Callable[[], object], header) -> None:
+        """Store an input; one that cannot be used is rejected, logged, and holds the supervisor."""
         try:
-            image = image_to_rgb(msg.height, msg.width, msg.encoding, msg.step, msg.data)
+            value = check_finite(parse())
         except ValueError as exc:
-            self.state.reject(key, str(exc))
-            self.log.error(f"rejected image on {key}: {exc}", throttle_duration_sec=2.0)
+            self.state.reject(key, str(exc), self.now())
+            self.log.error(f"rejected {key}: {exc}", throttle_duration_sec=2.0)
             return
-        self.state.put(key, image, to_sec(msg.header.stamp))
+        self.state.put(key, value, to_sec(header.stamp))
 
     # --- RobotBackend ------------------------------------------------------------------------------
     def now(self) -> float:
@@ -147,6 +147,20 @@ class RosBackend(RobotBackend):
         if path.duration > budget:
             problems.append(f"needs {path.duration:.2f} s within the limits, the budget is {budget:.2f} s")
         return "; ".join(problems) or None
+
+    def wait_for_state(self, since: float, timeout: float) -> bool:
+        """Wait until every input has a usable sample stamped after ``since`` (a scene reset, say), so
+        that an episode starts from the state it will act on; False if none came within ``timeout`` s."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                self.observe()
+                if self.state.oldest(self._required) >= since:
+                    return True
+            except StaleStateError:
+                pass
+            time.sleep(self.config.period / 4)
+        return False
 
     def idle(self) -> None:
         """One control period without commanding anything (holding)."""

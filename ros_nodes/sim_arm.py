@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from recovery.core.actions import WAIT_ACTION
+from recovery.core.actions import WAIT_ACTION, InvalidActionError
 from recovery.core.loop import NUM_WAIT_STEPS
 from recovery.core.robot import EefPose, Observation
 from ros_nodes.config import SimArmConfig
@@ -84,13 +84,23 @@ class SimArm:
         return self.backend.observe()
 
     def command_twist(self, linear: np.ndarray, angular: np.ndarray, stamp: float) -> None:
-        """The next tick executes it (a newer command replaces one not yet executed)."""
+        """The next tick executes it (a newer command replaces one not yet executed). A non-finite
+        twist raises InvalidActionError and changes nothing."""
+        twist = np.concatenate([linear, angular]).astype(np.float64)
+        if not (np.all(np.isfinite(twist)) and np.isfinite(stamp)):
+            raise InvalidActionError(f"twist {twist.tolist()} (stamp {stamp}) is not finite")
         if not self.estopped:
-            self._twist = (np.concatenate([linear, angular]), stamp)
+            self._twist = (twist, stamp)
 
     def command_gripper(self, value: float) -> None:
+        if not np.isfinite(value):
+            raise InvalidActionError(f"gripper command {value} is not finite")
         if not self.estopped:
             self._gripper = float(np.clip(value, -1.0, 1.0))
+
+    def stop(self) -> None:
+        """Drop every pending command and trajectory: the next tick holds still."""
+        self._trajectory, self._twist = None, None
 
     def start_trajectory(self, path: JointPath, now: float) -> None:
         """Replaces any running trajectory (a validated one: see trajectory.check_trajectory)."""
@@ -103,7 +113,7 @@ class SimArm:
     def set_emergency_stop(self, engaged: bool) -> None:
         self.estopped = engaged
         if engaged:
-            self._trajectory, self._twist = None, None
+            self.stop()
 
     @property
     def executing(self) -> bool:

@@ -5,8 +5,9 @@ success flag after every tick. A tick runs as soon as a twist command arrives (s
 one control period of motion, with no extra latency), while a trajectory runs at ``rate_hz``,
 and otherwise when the arm has been idle for 1.5 periods (holding still, states kept fresh).
 It executes TwistStamped + gripper commands and JointTrajectory messages
-(validated like a joint trajectory controller: joint names, position, velocity and acceleration
-limits; refused ones are logged and reported on ``~/trajectory_status``); obeys the latched
+(validated like a joint trajectory controller: joint names, finite values, position, velocity and
+acceleration limits; refused ones, and twist or gripper commands that are not finite, are logged
+and reported on ``~/trajectory_status``: no message stops the node); obeys the latched
 emergency stop; ``~/reset`` (std_srvs/Trigger) restores the configured init state.
 """
 
@@ -24,11 +25,13 @@ from std_msgs.msg import Bool, Float64, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
+from recovery.core.actions import InvalidActionError
+from recovery.core.errors import RecoveryError
 from ros_nodes.config import SimArmConfig
-from ros_nodes.messages import LATCHED, fill_pose, to_sec, trajectory_path
+from ros_nodes.messages import LATCHED, fill_pose, received_path, to_sec
 from ros_nodes.runtime import node_main
 from ros_nodes.sim_arm import SimArm, Tick
-from ros_nodes.trajectory import check_trajectory
+from ros_nodes.trajectory import TrajectoryLimitError
 
 IDLE_PERIODS = 1.5  # an idle tick waits this long for a command (a late one must not meet a hold step)
 
@@ -59,14 +62,20 @@ class SimArmNode:
     # --- commands (executor thread) ------------------------------------------------------------------
     def _on_twist(self, msg: TwistStamped) -> None:
         lin, ang = msg.twist.linear, msg.twist.angular
-        with self._lock:
-            self.arm.command_twist([lin.x, lin.y, lin.z], [ang.x, ang.y, ang.z], to_sec(msg.header.stamp))
-            if not self.arm.executing:
-                self._wake.set()
+        try:
+            with self._lock:
+                self.arm.command_twist([lin.x, lin.y, lin.z], [ang.x, ang.y, ang.z], to_sec(msg.header.stamp))
+                if not self.arm.executing:
+                    self._wake.set()
+        except InvalidActionError as exc:
+            self._refuse("command", str(exc))
 
     def _on_gripper(self, msg: Float64) -> None:
-        with self._lock:
-            self.arm.command_gripper(msg.data)
+        try:
+            with self._lock:
+                self.arm.command_gripper(msg.data)
+        except InvalidActionError as exc:
+            self._refuse("command", str(exc))
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         if not msg.points:  # the controllers' convention: an empty trajectory cancels
@@ -74,26 +83,25 @@ class SimArmNode:
                 self.arm.cancel_trajectory()
             self._status({"state": "cancelled"})
             return
-        names = self.config.joints.names
-        if sorted(msg.joint_names) != sorted(names):
-            return self._refuse(f"joint names {list(msg.joint_names)} do not match {list(names)}")
-        path = trajectory_path(msg, [list(msg.joint_names).index(n) for n in names])
-        if path.positions.shape != (len(msg.points), len(names)):
-            return self._refuse("every point needs one position per joint")
         with self._lock:
-            if self.arm.estopped:
-                return self._refuse("emergency stop engaged")
-            problems = check_trajectory(self.arm.joint_positions(), path, self.config.joints.limits)
-            if not problems:
+            try:
+                if self.arm.estopped:
+                    raise TrajectoryLimitError("emergency stop engaged")
+                path = received_path(msg, self.config.joints.names, self.arm.joint_positions(),
+                                     self.config.joints.limits)
+            except TrajectoryLimitError as exc:
+                path, problem = None, str(exc)
+            else:
                 self.arm.start_trajectory(path, self.node.get_clock().now().nanoseconds * 1e-9)
-        if problems:
-            return self._refuse("; ".join(problems))
+        if path is None:
+            return self._refuse("trajectory", problem)
         self._status({"state": "executing", "points": len(msg.points), "duration": path.duration,
                       "goal": path.positions[-1].tolist()})
 
-    def _refuse(self, reason: str) -> None:
-        self.log.error(f"trajectory refused: {reason}")
-        self._status({"state": "rejected", "reason": reason})
+    def _refuse(self, what: str, reason: str) -> None:
+        """A message this arm will not execute: logged and reported; the arm goes on as before."""
+        self.log.error(f"{what} refused: {reason}", throttle_duration_sec=1.0)
+        self._status({"state": "rejected", "what": what, "reason": reason})
 
     def _on_estop(self, msg: Bool) -> None:
         with self._lock:
@@ -114,7 +122,7 @@ class SimArmNode:
         try:
             while rclpy.ok():
                 with self._lock:
-                    tick = self.arm.tick(self.node.get_clock().now().nanoseconds * 1e-9)
+                    tick = self._tick()
                     wait = period if self.arm.executing else IDLE_PERIODS * period
                 self._publish(tick)
                 self._wake.wait(timeout=wait)
@@ -122,6 +130,16 @@ class SimArmNode:
         finally:
             with self._lock:
                 self.arm.close()
+
+    def _tick(self) -> Tick:
+        """One tick; a command that fails in the simulator stops the arm (reported) instead of the node."""
+        now = self.node.get_clock().now().nanoseconds * 1e-9
+        try:
+            return self.arm.tick(now)
+        except RecoveryError as exc:
+            self.arm.stop()
+            self._refuse("command", f"failed in the simulator, arm stopped: {exc}")
+            return self.arm.tick(now)
 
     def _publish(self, tick: Tick) -> None:
         stamp = self.node.get_clock().now().to_msg()

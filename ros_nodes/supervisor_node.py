@@ -9,8 +9,9 @@ Interface (``~`` is the node's name):
   ``~/reset_emergency_stop``
 - ``~/instruction`` (std_msgs/String, in): the instruction of the next episode
 - ``~/mode`` (std_msgs/String, latched): IDLE | EXECUTE | HOLD | ROLLBACK | ESTOP
-- ``~/events`` (std_msgs/String, JSON): episode_start, hold, decision (a rollback starts),
-  rollback_end, episode_end (with the supervisor's summary), emergency_stop
+- ``~/events`` (std_msgs/String, JSON, each with the node's ``run`` and the ``episode``): episode_start,
+  hold, decision (a rollback starts), rollback_end, episode_end (with the supervisor's summary),
+  emergency_stop
 - ``~/status`` (std_msgs/String, JSON): episode, step, mode, rollbacks, every control step
 - the emergency-stop topic (std_msgs/Bool, latched): engaged by the service or by anyone else
 
@@ -44,6 +45,7 @@ from vla_wrappers.broker import ChunkBroker
 from vla_wrappers.registry import make_policy
 
 SCENE_RESET_TIMEOUT_S = 30.0
+FRESH_STATE_TIMEOUT_S = 2.0  # an episode starts from inputs stamped after its (scene) reset
 TOPIC_MODES = {"EXECUTE": "EXECUTE", "HOLD": "HOLD", "RETRY": "ROLLBACK", "REPAIR": "ROLLBACK", "RESET": "ROLLBACK"}
 
 
@@ -58,6 +60,7 @@ class SupervisorNode:
         self.agent = build_supervisor(self.backend, ChunkBroker(policy, config.replan_every), config.suite,
                                       config.task, make_selector(options, config.suite, config.policy), options)
         self.instruction = config.task_instruction
+        self.run = time.strftime("%Y%m%d-%H%M%S")  # episodes are numbered within a run of this node
         self.episode, self.mode = 0, ""
         self._start, self._stop = threading.Event(), threading.Event()
         self._running = False
@@ -142,6 +145,8 @@ class SupervisorNode:
             self.log.error(f"episode {self.episode} not started: {exc}")
             self._event("episode_end", success=False, steps=0, reason=f"not started: {exc}")
             return
+        if not self.backend.wait_for_state(since=self.backend.now(), timeout=FRESH_STATE_TIMEOUT_S):
+            self.log.warning(f"no fresh state within {FRESH_STATE_TIMEOUT_S} s of the start: the episode holds")
         self._event("episode_start", instruction=self.instruction)
         self._set_mode("EXECUTE")
         loop = LoopConfig(max_steps=self.config.episode_steps, wait_steps=0, hold_on=(StaleStateError, PolicyError))
@@ -184,8 +189,8 @@ class SupervisorNode:
             self._mode_pub.publish(String(data=mode))
 
     def _event(self, event: str, **fields) -> None:
-        self._events_pub.publish(String(data=json.dumps({"event": event, "episode": self.episode, **fields},
-                                                        default=float)))
+        record = {"event": event, "run": self.run, "episode": self.episode, **fields}
+        self._events_pub.publish(String(data=json.dumps(record, default=float)))
 
     def _status(self, step: int) -> None:
         self._status_pub.publish(String(data=json.dumps({

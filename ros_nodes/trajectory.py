@@ -41,6 +41,8 @@ def plan_joint_move(start: np.ndarray, goal: np.ndarray, limits: JointLimits, dt
     Refuses (TrajectoryLimitError) a goal outside the position limits or further than
     ``max_joint_step`` rad in any joint."""
     start, goal = np.asarray(start, dtype=np.float64), np.asarray(goal, dtype=np.float64)
+    if not (np.all(np.isfinite(start)) and np.all(np.isfinite(goal))):
+        raise TrajectoryLimitError(f"start {start.tolist()} or goal {goal.tolist()} is not finite")
     lower, upper = np.asarray(limits.lower), np.asarray(limits.upper)
     outside = np.flatnonzero((goal < lower) | (goal > upper))
     if outside.size:
@@ -94,6 +96,9 @@ def check_trajectory(start: np.ndarray, path: JointPath, limits: JointLimits) ->
     Velocity is checked between consecutive points and on the points' own velocities; acceleration
     on the points' own accelerations when given."""
     problems = []
+    arrays = (path.times, path.positions, path.velocities, path.accelerations, np.asarray(start, dtype=np.float64))
+    if not all(np.all(np.isfinite(a)) for a in arrays):  # every comparison with NaN is false: check first
+        return ["times, positions, velocities or accelerations are not finite (NaN or Inf)"]
     times = np.concatenate([[0.0], path.times])
     if np.any(np.diff(times) <= 0):
         problems.append("time_from_start must be positive and strictly increasing")

@@ -22,6 +22,22 @@ class CrashOnSecondEpisode(Policy):
         return PolicyOutput(np.zeros((1, 7)))
 
 
+class CrashMidEpisode(Policy):
+    """Serves three chunks of five still actions, then raises (a policy server that dies mid-episode)."""
+
+    def __init__(self, backend):
+        self.calls = 0
+
+    def reset(self, instruction: str) -> None:
+        self.calls = 0
+
+    def infer(self, obs) -> PolicyOutput:
+        self.calls += 1
+        if self.calls == 4:
+            raise ConnectionError("policy server went away on purpose")
+        return PolicyOutput(np.tile([0.0] * 6 + [-1.0], (5, 1)))
+
+
 class NaNPolicy(Policy):
     def __init__(self, backend):
         pass

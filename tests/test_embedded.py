@@ -53,6 +53,8 @@ def test_layout_slots_absent_objects_as_zeros():
     assert not slot_a.any()
 
 
+@pytest.mark.sim
+@pytest.mark.slow
 def test_collect_train_and_run(tmp_path):
     counts = collect_demos(DemoConfig(suite="libero_object", tasks=(0,), demos_per_task=2, out_dir=tmp_path,
                                       progress=False))
@@ -88,6 +90,7 @@ def test_unknown_instruction_is_refused():
         policy.reset("juggle three oranges")
 
 
+@pytest.mark.sim
 def test_shipped_policy_succeeds_on_unseen_init_states(tmp_path):
     assert (SHIPPED / "libero_object.pt").exists()
     records = evaluate(EvalConfig(suite="libero_object", tasks=(0,), episodes=3, policy="embedded",

@@ -46,6 +46,12 @@ def test_crash_in_one_episode_is_recorded_and_evaluation_goes_on(tmp_path):
     assert "policy exploded on purpose" in records[1]["error"] and "Traceback" in records[1]["error"]
 
 
+def test_an_episode_that_crashes_midway_keeps_its_counts(tmp_path):
+    (record,) = _eval(tmp_path, episodes=1, max_steps=40, policy="tests.policies:CrashMidEpisode")
+    assert "went away on purpose" in record["error"] and "Traceback" in record["error"]
+    assert (record["steps"], record["inferences"]) == (15, 3)  # what ran before the crash
+
+
 def test_nan_policy_never_reaches_the_simulator(tmp_path):
     (record,) = _eval(tmp_path, episodes=1, policy="tests.policies:NaNPolicy")
     assert "NaN" in record["error"] and record["steps"] == 0
@@ -136,6 +142,7 @@ def test_torn_last_line_is_skipped_and_repaired(tmp_path):
     (["--suite", "libero_object", "--tasks", "pick_up_the_moon"], "valid tasks"),
     (["--suite", "libero_object", "--tasks", "0", "--episodes", "51"], "has 50 init states"),
     (["--suite", "libero_object", "--selector", "oracle"], "it needs --disturbance"),
+    (["--suite", "libero_object", "--disturbance", "wind"], "invalid choice: 'wind'"),
 ])
 def test_bad_input_gets_a_clear_error(tmp_path, args, message):
     result = subprocess.run([*RECOVERY, "eval", *args, "--out", str(tmp_path / "x.jsonl")], cwd=REPO,

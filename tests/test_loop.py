@@ -8,6 +8,7 @@ import pytest
 from critics.quality import QualityMonitor
 from recovery.core.loop import EpisodeLoop, LoopConfig, Step, Subscriber, run_episode
 from recovery.core.modes import Mode
+from recovery.core.actions import InvalidActionError
 from recovery.core.robot import JointTarget
 from recovery.supervision.config import RollbackConfig, SupervisorConfig
 from recovery.supervision.selectors import NoneSelector, RuleConfig, RuleSelector
@@ -265,3 +266,10 @@ def test_a_stop_request_ends_the_episode_between_periods():
         loop.step()
     outcome = loop.finish()
     assert outcome.reason == "stopped" and outcome.steps == 15  # 10 wait steps, then 15 periods
+
+
+def test_a_joint_target_is_finite_by_construction():
+    with pytest.raises(InvalidActionError, match="finite"):
+        JointTarget(np.r_[np.zeros(6), np.nan])
+    with pytest.raises(InvalidActionError, match="finite"):
+        JointTarget(np.zeros(7), gripper=float("inf"))

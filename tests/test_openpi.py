@@ -208,6 +208,7 @@ def test_stopped_server_fails_within_the_timeout(server):
     client.close()
 
 
+@pytest.mark.sim
 def test_server_down_marks_episodes_as_policy_errors(tmp_path):
     port = _free_port()
     records = evaluate(EvalConfig(
@@ -218,6 +219,7 @@ def test_server_down_marks_episodes_as_policy_errors(tmp_path):
     assert all(f"127.0.0.1:{port} unreachable" in r["error"] for r in records)
 
 
+@pytest.mark.sim
 def test_episode_over_the_socket(server, tmp_path):
     _, port = server("zero")
     (record,) = evaluate(EvalConfig(

@@ -15,7 +15,7 @@ from ros_nodes.convert import (
     action_to_twist, image_to_rgb, quat_to_axis_angle, rgb_to_image_fields, standard_state, twist_to_action,
 )
 from ros_nodes.launch_spec import LaunchSpecError, read_launch_spec
-from ros_nodes.state import ArmStateCache, JointMapper, JointNamesError, StaleStateError
+from ros_nodes.state import ArmStateCache, InputError, JointMapper, StaleStateError, check_finite
 from ros_nodes.trajectory import JointPath, TrajectoryLimitError, check_trajectory, plan_joint_move, sample
 
 LIMITS = JointLimits()
@@ -175,16 +175,16 @@ def test_images_decode_without_cv_bridge():
         image_to_rgb(4, 4, "rgb8", 12, bytes(10))
 
 
-# --- joints, staleness, pose memory -----------------------------------------------------------------------
+# --- joints and staleness ---------------------------------------------------------------------------------
 def test_joint_mapper_reorders_and_rejects_mismatches():
     mapper = JointMapper(("j1", "j2"), ("f1",))
     arm, vel, fingers = mapper.split(["f1", "j2", "j1"], [0.04, 2.0, 1.0], [0.0, 0.2, 0.1])
     assert arm.tolist() == [1.0, 2.0] and vel.tolist() == [0.1, 0.2] and fingers.tolist() == [0.04]
-    with pytest.raises(JointNamesError, match="do not match"):
+    with pytest.raises(InputError, match="do not match"):
         mapper.split(["j1", "j2", "other"], [0, 0, 0])
-    with pytest.raises(JointNamesError, match="do not match"):
+    with pytest.raises(InputError, match="do not match"):
         mapper.split(["j1", "j2"], [0, 0])  # a finger missing
-    with pytest.raises(JointNamesError, match="3 names but 2 positions"):
+    with pytest.raises(InputError, match="3 names but 2 positions"):
         mapper.split(["f1", "j2", "j1"], [0, 0])
 
 
@@ -196,12 +196,40 @@ def test_stale_or_missing_inputs_raise_with_the_reason():
     assert cache.fresh(("joints",), now=10.0, max_age=0.2) == {"joints": "q"}
     with pytest.raises(StaleStateError, match=r"0\.500 s old"):
         cache.fresh(("joints",), now=10.4, max_age=0.2)
-    cache.reject("joints", "names do not match")
-    with pytest.raises(StaleStateError, match="rejected: names do not match"):
-        cache.fresh(("joints",), now=10.4, max_age=0.2)
+    cache.put("joints", "q", stamp=10.35)
+    cache.reject("joints", "names do not match", now=10.4)  # a second publisher, beside the good one ...
+    cache.put("joints", "q", stamp=10.45)
+    with pytest.raises(StaleStateError, match=r"rejected: names do not match \(0\.050 s ago\)"):
+        cache.fresh(("joints",), now=10.45, max_age=0.2)  # ... leaves the state in doubt: hold
+    cache.put("joints", "q", stamp=10.65)
+    assert cache.fresh(("joints",), now=10.65, max_age=0.2) == {"joints": "q"}  # good messages only, for long enough
+
+
+def test_non_finite_inputs_are_refused():
+    arm = (np.zeros(7), np.zeros(7), np.array([0.04, 0.04]))
+    assert check_finite(arm) is arm and check_finite(0.5) == 0.5
+    with pytest.raises(InputError, match="not finite"):
+        check_finite((np.r_[np.zeros(6), np.nan], np.zeros(7), np.zeros(2)))
+    with pytest.raises(InputError, match="not finite"):
+        check_finite(float("inf"))
 
 
 # --- trajectories ------------------------------------------------------------------------------------------
+def test_non_finite_trajectories_and_goals_are_refused():
+    """Every comparison with NaN is false: without their own check, NaN points passed every limit."""
+    path = plan_joint_move(START, START + 0.1, LIMITS, dt=0.05)
+    for field in ("positions", "velocities", "accelerations", "times"):
+        values = getattr(path, field).copy()
+        values.flat[3] = np.nan
+        bad = JointPath(**{**{f: getattr(path, f) for f in ("times", "positions", "velocities", "accelerations")},
+                           field: values})
+        assert check_trajectory(START, bad, LIMITS) == ["times, positions, velocities or accelerations are not "
+                                                         "finite (NaN or Inf)"], field
+    with pytest.raises(TrajectoryLimitError, match="not finite"):
+        plan_joint_move(START, np.r_[START[:6], np.nan], LIMITS, dt=0.05)
+
+
+
 def test_plan_respects_velocity_and_acceleration_limits():
     goal = START + np.array([0.6, -0.3, 0.1, 0.2, 0.0, -0.4, 0.05])
     path = plan_joint_move(START, goal, LIMITS, dt=0.05)

@@ -164,7 +164,7 @@ class Supervisor:
     def _start_rollback(self, mode: Mode, obs: Observation, event: dict) -> Control:
         target = self._target(mode)
         self._rollback, self._rollback_mode = start_rollback(target, self.config.rollback, self.backend), mode
-        return self._continue_rollback(obs, ({**event, "target_step": target.step},))
+        return self._continue_rollback(obs, ({**event, "target_step": target.step, "goal": target.joints.tolist()},))
 
     def _continue_rollback(self, obs: Observation, events: tuple[dict, ...] = ()) -> Control:
         control = self._rollback.next(obs, self.backend.eef_pose(), self._rollback_mode)
