@@ -1,27 +1,44 @@
 # Two entry points: `make demo` (the main job on the embedded default) and `make test`.
-# Both install whatever is missing first.
-PYTHON ?= python3
-STAMP := .make/installed
+# Both install whatever is missing first: into the active virtual environment, else into the project's
+# own .venv (a distribution's system Python refuses pip installs, PEP 668).
+ifdef VIRTUAL_ENV
+PYTHON := $(VIRTUAL_ENV)/bin/python
+else
+PYTHON := .venv/bin/python
+$(PYTHON):
+	python3 -m venv .venv || { echo "make: python3 -m venv failed; install your distribution's venv package \
+	(Debian, Ubuntu: apt-get install python3-venv) or activate a virtual environment" >&2; exit 1; }
+endif
+STAMP := .make/installed$(subst /,_,$(PYTHON))
+RECOVERY := $(PYTHON) -m recovery
 
 .PHONY: install demo test test-fast bench clean
 
-$(STAMP): setup.py
+$(STAMP): setup.py | $(PYTHON)
 	$(PYTHON) -m pip install -q -e '.[test,ros]'
 	@mkdir -p .make && touch $(STAMP)
 
 install: $(STAMP)
 
-# The main job at a small scale: the embedded policy on 2 libero_object tasks, 3 init states each,
-# nominal and under the action-noise burst, without (selector none) and with (rule) recovery.
-DEMO := recovery eval --suite libero_object --tasks 0 1 --episodes 3 --workers 2 --policy embedded \
-	--out results/demo.jsonl --no-progress
+# The main job: the embedded policy on every libero_spatial task, init states 0-4, under the action-noise
+# burst, without (selector none) and with (rule) recovery: 50 paired episodes, compared episode by episode;
+# then the published table (init states 0-9, five columns, made by this code: reports/one_loop/) and, last,
+# whether every live episode reproduces the published one exactly (make fails loudly where one does not).
+DEMO := $(RECOVERY) eval --suite libero_spatial --episodes 5 --workers 2 --policy embedded \
+	--disturbance action_noise --out results/demo.jsonl --no-progress
+PUBLISHED := reports/one_loop/after_none_noise.jsonl reports/one_loop/after_rule_noise.jsonl \
+	reports/one_loop/after_oracle_noise.jsonl reports/one_loop/after_none_nominal.jsonl \
+	reports/one_loop/after_rule_nominal.jsonl
 
 demo: $(STAMP)
 	$(DEMO) --selector none
 	$(DEMO) --selector rule
-	$(DEMO) --selector none --disturbance action_noise
-	$(DEMO) --selector rule --disturbance action_noise
-	recovery compare results/demo.jsonl --out results/demo_comparison.md
+	@printf '\n== live: 50 paired episodes (libero_spatial, init states 0-4 of every task, action-noise burst) ==\n'
+	@$(RECOVERY) compare results/demo.jsonl --out results/demo_comparison.md
+	@printf '\n== published (reports/one_loop/: init states 0-9 of every task, 100 episodes per column) ==\n'
+	@$(RECOVERY) compare $(PUBLISHED)
+	@printf '\n== do the live episodes reproduce the published run? ==\n'
+	@$(RECOVERY) reproduce results/demo.jsonl $(PUBLISHED)
 
 test: $(STAMP)
 	$(PYTHON) -m pytest -q

@@ -326,6 +326,16 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from recovery.evaluation.reproduce import reproduce, reproduction_report
+    from recovery.evaluation.results import ResultsFile
+
+    live = ResultsFile(args.live).load()
+    result = reproduce(live, [r for path in args.published for r in ResultsFile(path).load()])
+    print(reproduction_report(result))
+    return 0 if result.ok else 1
+
+
 def _cmd_ros(args: argparse.Namespace) -> int:
     from ros_nodes.launch_spec import LaunchSpecError
     from ros_nodes.up import up  # lazy: rclpy loads only in the node processes
@@ -509,6 +519,11 @@ def _summarize_options(sm: argparse.ArgumentParser) -> None:
     _add_list_differing(sm)
 
 
+def _reproduce_options(rp: argparse.ArgumentParser) -> None:
+    rp.add_argument("live", type=Path, help="results file of the run to check (JSONL, from recovery eval)")
+    rp.add_argument("published", nargs="+", type=Path, help="the published results files (e.g. reports/**/*.jsonl)")
+
+
 def _tasks_options(tasks: argparse.ArgumentParser) -> None:
     tasks.add_argument("--suite", help="suite to list (default: list the suites)")
 
@@ -566,6 +581,10 @@ COMMANDS = {
                 "statistics", "One column per variant (policy, selector/rollback, disturbance); only episodes "
                 "present in every variant (same task, init state and seed) are compared. 'rb' = rollbacks."
                 + PAIRED_HELP),
+    "reproduce": (_cmd_reproduce, _reproduce_options, "check that episodes reproduce published ones exactly",
+                  "Compare every episode of a results file with the same episode (suite, task, init state, seed, "
+                  "policy, selector, disturbance, rollback) in published results files: success, steps, rollbacks "
+                  "and rollback steps must be equal. Exit 1 where any differs."),
     "summarize": (_cmd_summarize, _summarize_options, "success table (95%% Wilson intervals) of results files",
                   "One row per task and variant, then per suite and variant." + PAIRED_HELP),
 }

@@ -60,7 +60,7 @@ class SupervisorNode:
         self.agent = build_supervisor(self.backend, ChunkBroker(policy, config.replan_every), config.suite,
                                       config.task, make_selector(options, config.suite, config.policy), options)
         self.instruction = config.task_instruction
-        self.run = time.strftime("%Y%m%d-%H%M%S")  # episodes are numbered within a run of this node
+        self.run_id = time.strftime("%Y%m%d-%H%M%S")  # episodes are numbered within a run of this node
         self.episode, self.mode = 0, ""
         self._start, self._stop = threading.Event(), threading.Event()
         self._running = False
@@ -189,7 +189,7 @@ class SupervisorNode:
             self._mode_pub.publish(String(data=mode))
 
     def _event(self, event: str, **fields) -> None:
-        record = {"event": event, "run": self.run, "episode": self.episode, **fields}
+        record = {"event": event, "run": self.run_id, "episode": self.episode, **fields}
         self._events_pub.publish(String(data=json.dumps(record, default=float)))
 
     def _status(self, step: int) -> None:
