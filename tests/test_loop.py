@@ -273,3 +273,29 @@ def test_a_joint_target_is_finite_by_construction():
         JointTarget(np.r_[np.zeros(6), np.nan])
     with pytest.raises(InvalidActionError, match="finite"):
         JointTarget(np.zeros(7), gripper=float("inf"))
+
+
+def test_a_command_that_fails_after_a_decision_is_retried_without_deciding_again():
+    class FailsOnce(ReachPolicy):
+        def __init__(self, robot):
+            super().__init__(robot, UNREACHABLE)
+            self.calls = 0
+
+        def infer(self, obs):
+            self.calls += 1
+            if self.calls == 4:  # the inference right after the decision at step 15
+                raise PolicyError("one request lost")
+            return super().infer(obs)
+
+    class Counting(ScriptedSelector):
+        asked = 0
+
+        def decide(self, ctx):
+            Counting.asked += 1
+            return super().decide(ctx)
+
+    robot = KinematicRobot(goal=UNREACHABLE)
+    sup = Supervisor(robot, ChunkBroker(FailsOnce(robot)), Counting({}), QualityMonitor(None))
+    outcome = play(robot, sup, max_steps=20, hold_on=(PolicyError,))
+    assert outcome.steps == 20 and Counting.asked == 3  # steps 5, 10, 15: once each
+    assert sum(c is None for c in robot.commands) == 1  # one idle period for the lost request

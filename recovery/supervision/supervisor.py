@@ -59,7 +59,7 @@ class Supervisor:
         self.tracking.reset()
         self._value = self._value_for_task(instruction) if self._value_for_task else None
         self._step, self._progress, self._last_action, self._mode = 0, 0, None, Mode.EXECUTE
-        self._observed_at = -1  # the policy step whose observation has been scored
+        self._observed_at = self._decided_at = -1  # the policy step whose observation was scored / decided on
         self._rollback: Rollback | None = None
         self._rollback_mode = Mode.EXECUTE
         self.applied_mode = Mode.EXECUTE  # the mode the last decision actually ran
@@ -78,6 +78,7 @@ class Supervisor:
         context = self.pending_decision(obs)
         if context is None:
             return self._command(obs)
+        self._decided_at = self._step  # once: a command that fails (a transient error) is asked again, not the selector
         mode = self.apply(self.selector.decide(context))
         event = {"event": "decision", "mode": mode.name, "rollbacks": self.rollbacks}
         if mode.is_rollback:
@@ -92,7 +93,7 @@ class Supervisor:
         if self._observed_at != self._step:
             self.observe(obs)
             self._observed_at = self._step
-        return self.context() if self.decision_due else None
+        return self.context() if self.decision_due and self._decided_at != self._step else None
 
     @property
     def decision_due(self) -> bool:
