@@ -2,7 +2,8 @@
 
 1. Control steps per second: our episode loop (backend + validation + observation conversion +
    chunk broker) against a bare LIBERO ``env.step`` loop, same task, same simulator, alternating.
-2. Episodes per minute of ``recovery eval`` with 1 and with 2 worker processes.
+2. Episodes per minute of ``recovery eval`` with 1 and with 2 worker processes, for a short and a
+   long run (each worker's start, imports and simulator construction weigh on a short one).
 
 Writes benchmarks/results/eval_loop_speed.json. Usage: python benchmarks/eval_loop_speed.py [--quick]
 """
@@ -66,8 +67,10 @@ def step_rate(task: str, steps: int, repeats: int) -> dict:
             "ratio_ours_over_bare_median": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios)}
 
 
-def episode_rate(episodes: int, policy: str) -> dict:
-    base = EvalConfig(suite="libero_object", tasks=(0,), episodes=episodes, policy=policy, progress=False)
+def episode_rate(tasks: int, episodes: int, policy: str) -> dict:
+    """``episodes`` per task on libero_object tasks 0..tasks-1, with 1 and 2 workers, alternating."""
+    base = EvalConfig(suite="libero_object", tasks=tuple(range(tasks)), episodes=episodes, policy=policy,
+                      progress=False)
     rates = {}
     for workers in (1, 2, 1, 2):
         with tempfile.TemporaryDirectory() as tmp:
@@ -76,7 +79,7 @@ def episode_rate(episodes: int, policy: str) -> dict:
             minutes = (time.perf_counter() - start) / 60
         rates.setdefault(workers, []).append(len(records) / minutes)
     one, two = statistics.median(rates[1]), statistics.median(rates[2])
-    return {"suite_task": "libero_object/0", "policy": policy, "episodes_per_run": episodes,
+    return {"suite_tasks": f"libero_object/0-{tasks - 1}", "policy": policy, "episodes_per_run": tasks * episodes,
             "episodes_per_min_1_worker": one, "episodes_per_min_2_workers": two, "speedup_2_over_1": two / one,
             "note": "wall time of the whole evaluation, simulator construction in each worker included"}
 
@@ -88,7 +91,8 @@ def main() -> None:
     args = parser.parse_args()
     figures = {
         "step_rate": [step_rate(t, 200, 2 if args.quick else 6) for t in ("libero_object/0", "libero_spatial/0")],
-        "episode_rate": episode_rate(4 if args.quick else 10, args.policy),
+        "episode_rate": [episode_rate(tasks, n, args.policy) for tasks, n in (((1, 4), (1, 20)) if args.quick
+                                                                             else ((1, 10), (2, 50)))],
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(figures, indent=2) + "\n")
@@ -96,9 +100,9 @@ def main() -> None:
         print(f"{row['task']}: ours {row['ours_steps_per_s_median']:.1f} steps/s, bare "
               f"{row['bare_steps_per_s_median']:.1f} steps/s, ratio {row['ratio_ours_over_bare_median']:.3f} "
               f"(min {row['ratio_min']:.3f}, max {row['ratio_max']:.3f})")
-    ep = figures["episode_rate"]
-    print(f"episodes/min ({ep['policy']}): 1 worker {ep['episodes_per_min_1_worker']:.1f}, "
-          f"2 workers {ep['episodes_per_min_2_workers']:.1f}, speedup {ep['speedup_2_over_1']:.2f}x")
+    for ep in figures["episode_rate"]:
+        print(f"{ep['episodes_per_run']} episodes ({ep['policy']}): 1 worker {ep['episodes_per_min_1_worker']:.1f}/min, "
+              f"2 workers {ep['episodes_per_min_2_workers']:.1f}/min, speedup {ep['speedup_2_over_1']:.2f}x")
     print(f"written to {OUT}")
 
 

@@ -107,8 +107,8 @@ class EpisodeWorker:
         start = time.perf_counter()
         try:
             backend, agent = self._ensure(spec)
-            backend.reset(spec.init_index, spec.seed)
             start = time.perf_counter()  # the episode itself, not building the simulator
+            backend.reset(spec.init_index, spec.seed)
             subscribers = [VideoRecorder(self.config.video_dir / spec.slug)] if self.config.video_dir else []
             recorder = TrajectoryRecorder(backend.flat_state) if self.config.record_trajectories else None
             subscribers += [recorder] if recorder else []
