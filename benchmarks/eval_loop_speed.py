@@ -48,7 +48,9 @@ def ours_steps_per_second(backend: LiberoBackend, steps: int, seed: int) -> floa
     agent = ChunkBroker(ZeroPolicy(), replan_every=5)
     start = time.perf_counter()
     backend.reset(0, seed)
-    run_episode(backend, agent, backend.instruction, LoopConfig(max_steps=steps))
+    outcome = run_episode(backend, agent, backend.instruction, LoopConfig(max_steps=steps))
+    if outcome.error is not None:  # a failed episode would be timed as a fast one
+        raise outcome.error
     return (steps + NUM_WAIT_STEPS) / (time.perf_counter() - start)
 
 
