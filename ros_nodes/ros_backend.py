@@ -35,7 +35,7 @@ from ros_nodes.config import ConfigError, RobotConfig
 from ros_nodes.convert import action_to_twist, image_to_rgb, standard_state
 from ros_nodes.messages import pose_arrays, to_sec, trajectory_msg
 from ros_nodes.state import ArmStateCache, JointMapper, StaleStateError, check_finite
-from ros_nodes.trajectory import TrajectoryLimitError, check_trajectory, plan_joint_move
+from ros_nodes.trajectory import JointPath, TrajectoryLimitError, check_trajectory, plan_joint_move
 
 
 class EmergencyStopError(RecoveryError, RuntimeError):
@@ -139,14 +139,13 @@ class RosBackend(RobotBackend):
         """Why the joint-space trajectory to ``target`` is refused: outside the joint, velocity or
         acceleration limits, a joint moving too far, or longer than ``max_steps`` periods."""
         try:
-            path = self._plan(target)
+            path = self._checked_path(target)
         except TrajectoryLimitError as exc:
             return str(exc)
-        problems = check_trajectory(self._last_obs()["joint_pos"], path, self.config.joints.limits)
         budget = max_steps * self.config.period
         if path.duration > budget:
-            problems.append(f"needs {path.duration:.2f} s within the limits, the budget is {budget:.2f} s")
-        return "; ".join(problems) or None
+            return f"needs {path.duration:.2f} s within the limits, the budget is {budget:.2f} s"
+        return None
 
     def wait_for_state(self, since: float, timeout: float) -> bool:
         """Wait until every input has a usable sample stamped after ``since`` (a scene reset, say), so
@@ -221,20 +220,22 @@ class RosBackend(RobotBackend):
         if self._motion is not None and np.array_equal(self._motion.joints, target.joints):
             self._check_estop()
             return
-        path = self._plan(target)
-        problems = check_trajectory(self._last_obs()["joint_pos"], path, self.config.joints.limits)
-        if problems:
-            raise TrajectoryLimitError("; ".join(problems))
+        path = self._checked_path(target)
         with self._command_lock:
             self._check_estop()
             self._gripper_pub.publish(Float64(data=float(target.gripper)))
             self._trajectory(trajectory_msg(self.config.joints.names, path))
         self._motion = target
 
-    def _plan(self, target: JointTarget):
-        cfg = self.config
-        return plan_joint_move(self._last_obs()["joint_pos"], target.joints, cfg.joints.limits, cfg.trajectory_dt,
-                               cfg.max_rollback_joint_step)
+    def _checked_path(self, target: JointTarget) -> JointPath:
+        """The trajectory from the current joints to ``target``, checked against the limits the way
+        the arm's controller checks it; TrajectoryLimitError says why there is none."""
+        cfg, start = self.config, self._last_obs()["joint_pos"]
+        path = plan_joint_move(start, target.joints, cfg.joints.limits, cfg.trajectory_dt, cfg.max_rollback_joint_step)
+        problems = check_trajectory(start, path, cfg.joints.limits)
+        if problems:
+            raise TrajectoryLimitError("; ".join(problems))
+        return path
 
     def _trajectory_sender(self):
         """A function that sends a JointTrajectory: on the controller's topic, or as a

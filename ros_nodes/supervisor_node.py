@@ -33,6 +33,7 @@ from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 
 from recovery.core.loop import LoopConfig, Step, Subscriber, run_episode
+from recovery.core.modes import Mode
 from recovery.supervision.build import build_supervisor, make_selector
 from recovery.supervision.config import RecoveryOptions, SupervisorConfig
 from ros_nodes.config import SupervisorNodeConfig
@@ -46,7 +47,6 @@ from vla_wrappers.registry import make_policy
 
 SCENE_RESET_TIMEOUT_S = 30.0
 FRESH_STATE_TIMEOUT_S = 2.0  # an episode starts from inputs stamped after its (scene) reset
-TOPIC_MODES = {"EXECUTE": "EXECUTE", "HOLD": "HOLD", "RETRY": "ROLLBACK", "REPAIR": "ROLLBACK", "RESET": "ROLLBACK"}
 
 
 class SupervisorNode:
@@ -214,7 +214,8 @@ class _Topics(Subscriber):
         if event["mode"] == "HOLD" and "reason" in event:
             self.node.log.warning(f"holding: {event['reason']}")
             self.node._event("hold", reason=event["reason"], step=event["step"])
-        self.node._set_mode(TOPIC_MODES[event["mode"]])
+        mode = Mode[event["mode"]]
+        self.node._set_mode("ROLLBACK" if mode.is_rollback else mode.name)
 
 
 def main(args: list[str] | None = None) -> int:
