@@ -23,20 +23,18 @@ install: $(STAMP)
 # The main job: the embedded policy on every libero_spatial task, init states 0-7 (as many as fit ~6 minutes
 # on 2 cores), under the action-noise burst, without (selector none) and with (rule) recovery: 80 paired
 # episodes, compared episode by episode;
-# then the published table (init states 0-9, five columns, made by this code: reports/one_loop/) and, last,
+# then the published table (init states 0-9, five columns, made by this code: reports/shipped/) and, last,
 # whether every live episode reproduces the published one exactly (make fails loudly where one does not).
 DEMO := $(RECOVERY) eval --suite libero_spatial --episodes 8 --workers 2 --policy embedded \
 	--disturbance action_noise --out results/demo.jsonl --no-progress
-PUBLISHED := reports/one_loop/after_none_noise.jsonl reports/one_loop/after_rule_noise.jsonl \
-	reports/one_loop/after_oracle_noise.jsonl reports/one_loop/after_none_nominal.jsonl \
-	reports/one_loop/after_rule_nominal.jsonl
+PUBLISHED := $(wildcard reports/shipped/libero_spatial_*.jsonl)
 
 demo: $(STAMP)
 	$(DEMO) --selector none
 	$(DEMO) --selector rule
 	@printf '\n== live: 80 paired episodes (libero_spatial, init states 0-7 of every task, action-noise burst) ==\n'
 	@$(RECOVERY) compare results/demo.jsonl --out results/demo_comparison.md
-	@printf '\n== published (reports/one_loop/: init states 0-9 of every task, 100 episodes per column) ==\n'
+	@printf '\n== published (reports/shipped/: init states 0-9 of every task, 100 episodes per column) ==\n'
 	@$(RECOVERY) compare $(PUBLISHED)
 	@printf '\n== do the live episodes reproduce the published run? ==\n'
 	@$(RECOVERY) reproduce results/demo.jsonl $(PUBLISHED)

@@ -2,8 +2,9 @@
 
 1. Control steps per second: our episode loop (backend + validation + observation conversion +
    chunk broker) against a bare LIBERO ``env.step`` loop, same task, same simulator, alternating.
-2. Episodes per minute of ``recovery eval`` with 1 and with 2 worker processes, for a short and a
-   long run (each worker's start, imports and simulator construction weigh on a short one).
+2. Episodes per minute of ``recovery eval`` with 1 worker, 2 worker processes and 2 local Ray
+   actors, for a short and a long run (each worker's start, imports and simulator construction, and
+   Ray's own start, weigh on a short one).
 
 Writes benchmarks/results/eval_loop_speed.json. Usage: python benchmarks/eval_loop_speed.py [--quick]
 """
@@ -69,21 +70,37 @@ def step_rate(task: str, steps: int, repeats: int) -> dict:
             "ratio_ours_over_bare_median": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios)}
 
 
+def timed_evaluation(config: EvalConfig) -> float:
+    """Episodes per minute of one whole evaluation (a Ray run starts and stops its local instance)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        start = time.perf_counter()
+        records = evaluate(replace(config, out=Path(tmp) / "r.jsonl"))
+        minutes = (time.perf_counter() - start) / 60
+    if config.ray_address:
+        import ray
+
+        ray.shutdown()
+    return len(records) / minutes
+
+
 def episode_rate(tasks: int, episodes: int, policy: str) -> dict:
-    """``episodes`` per task on libero_object tasks 0..tasks-1, with 1 and 2 workers, alternating."""
+    """``episodes`` per task on libero_object tasks 0..tasks-1: 1 worker, 2 worker processes and 2
+    local Ray actors, alternating."""
     base = EvalConfig(suite="libero_object", tasks=tuple(range(tasks)), episodes=episodes, policy=policy,
                       progress=False)
-    rates = {}
-    for workers in (1, 2, 1, 2):
-        with tempfile.TemporaryDirectory() as tmp:
-            start = time.perf_counter()
-            records = evaluate(replace(base, workers=workers, out=Path(tmp) / "r.jsonl"))
-            minutes = (time.perf_counter() - start) / 60
-        rates.setdefault(workers, []).append(len(records) / minutes)
-    one, two = statistics.median(rates[1]), statistics.median(rates[2])
+    variants = {"1_worker": replace(base, workers=1), "2_workers": replace(base, workers=2),
+                "ray_2_actors": replace(base, workers=2, ray_address="local")}
+    rates: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(2):
+        for name, config in variants.items():
+            rates[name].append(timed_evaluation(config))
+    per_min = {name: statistics.median(r) for name, r in rates.items()}
     return {"suite_tasks": f"libero_object/0-{tasks - 1}", "policy": policy, "episodes_per_run": tasks * episodes,
-            "episodes_per_min_1_worker": one, "episodes_per_min_2_workers": two, "speedup_2_over_1": two / one,
-            "note": "wall time of the whole evaluation, simulator construction in each worker included"}
+            **{f"episodes_per_min_{name}": rate for name, rate in per_min.items()},
+            "speedup_2_workers_over_1": per_min["2_workers"] / per_min["1_worker"],
+            "speedup_ray_2_actors_over_1": per_min["ray_2_actors"] / per_min["1_worker"],
+            "note": "wall time of the whole evaluation: worker start, imports, simulator construction (and Ray's "
+                    "start) included"}
 
 
 def main() -> None:
@@ -104,7 +121,8 @@ def main() -> None:
               f"(min {row['ratio_min']:.3f}, max {row['ratio_max']:.3f})")
     for ep in figures["episode_rate"]:
         print(f"{ep['episodes_per_run']} episodes ({ep['policy']}): 1 worker {ep['episodes_per_min_1_worker']:.1f}/min, "
-              f"2 workers {ep['episodes_per_min_2_workers']:.1f}/min, speedup {ep['speedup_2_over_1']:.2f}x")
+              f"2 workers {ep['episodes_per_min_2_workers']:.1f}/min ({ep['speedup_2_workers_over_1']:.2f}x), "
+              f"Ray 2 actors {ep['episodes_per_min_ray_2_actors']:.1f}/min ({ep['speedup_ray_2_actors_over_1']:.2f}x)")
     print(f"written to {OUT}")
 
 

@@ -5,7 +5,9 @@ Measured for the default rule selector, which reads no value or risk (so the val
 loaded), and, when a critic is found (``--critic``, else the suite's shipped one), for a selector
 that reads it (the rule with its value-drop flags on; the ppo selector reads it too). The
 supervisor's time excludes what is not supervision: the base policy (the zero policy's broker); the
-physics of every step, rollback motion included, runs outside ``Supervisor.act``.
+physics of every step, rollback motion included, runs outside ``Supervisor.act``. What the episode
+loop pays without any supervisor (an agent that only asks the broker, timed by the same clocks, so
+their own cost cancels) is measured beside it and subtracted.
 
 Writes benchmarks/results/supervisor_overhead.json.
 Usage: python benchmarks/supervisor_overhead.py [--critic PATH]
@@ -24,6 +26,7 @@ import numpy as np
 import torch
 
 from recovery.core.actions import WAIT_ACTION
+from recovery.core.loop import Control
 from recovery.evaluation import assembly
 from recovery.evaluation.results import EpisodeSpec
 from recovery.supervision.build import critic_path
@@ -73,35 +76,54 @@ def bare_ms_per_step(backend: LiberoBackend) -> np.ndarray:
     return (now() - start) / STEPS * 1e3
 
 
-def supervisor_ms_per_step(backend: LiberoBackend, supervisor: Supervisor, excluded: Excluded) -> np.ndarray:
-    """Time inside ``supervisor.act`` less the excluded calls; the physics steps run outside it."""
+class PolicyOnly:
+    """The agent of an episode without supervision: the base policy's action every period."""
+
+    def __init__(self, broker: ChunkBroker):
+        self.broker = broker
+
+    def reset(self, instruction: str) -> None:
+        self.broker.reset(instruction)
+
+    def act(self, obs: dict) -> Control:
+        return Control(self.broker.act(obs))
+
+
+def agent_ms_per_step(backend: LiberoBackend, agent: Supervisor | PolicyOnly, excluded: Excluded) -> np.ndarray:
+    """Time inside ``agent.act`` less the excluded calls; the physics steps run outside it."""
     obs = backend.reset(0, 7)
-    supervisor.reset(backend.instruction)
+    agent.reset(backend.instruction)
     excluded.seconds = np.zeros(2)
     spent = np.zeros(2)
     for _ in range(STEPS):
         start = now()
-        control = supervisor.act(obs)
+        control = agent.act(obs)
         spent += now() - start
         obs = backend.step(control.command).observation
     return (spent - excluded.seconds) / STEPS * 1e3
 
 
-def build(backend: LiberoBackend, selector: RuleSelector, critic: Path | None, excluded: Excluded) -> Supervisor:
-    """The assembly loads the critic only for a selector that reads value or risk."""
+def timed_broker(excluded: Excluded) -> ChunkBroker:
     broker = ChunkBroker(ZeroPolicy())
     excluded.wrap(broker, "act")
-    return assembly.build_supervisor(backend, broker, SPEC, RecoveryOptions(critic=critic), selector)
+    return broker
 
 
-def summarize(bare: list[np.ndarray], ours: list[np.ndarray], supervisor: Supervisor) -> dict:
+def build(backend: LiberoBackend, selector: RuleSelector, critic: Path | None, excluded: Excluded) -> Supervisor:
+    """The assembly loads the critic only for a selector that reads value or risk."""
+    return assembly.build_supervisor(backend, timed_broker(excluded), SPEC, RecoveryOptions(critic=critic), selector)
+
+
+def summarize(bare: list[np.ndarray], ours: list[np.ndarray], policy_only: list[np.ndarray],
+              supervisor: Supervisor) -> dict:
     out = {}
     for i, clock in enumerate(("wall", "cpu")):
-        b, o = [x[i] for x in bare], [x[i] for x in ours]
-        ratios = [oi / bi for oi, bi in zip(o, b)]
+        b, o, p = [x[i] for x in bare], [x[i] for x in ours], [x[i] for x in policy_only]
+        ratios = [(oi - pi) / bi for oi, pi, bi in zip(o, p, b)]
         out[clock] = {
             "bare_physics_ms_per_step_median": statistics.median(b),
             "supervisor_ms_per_step_median": statistics.median(o),
+            "policy_only_agent_ms_per_step_median": statistics.median(p),
             "overhead_ratio_median": statistics.median(ratios), "overhead_ratio_min": min(ratios),
             "overhead_ratio_max": max(ratios),
         }
@@ -121,18 +143,20 @@ def main() -> None:
     if critic:  # a selector that reads the critic (the rule with its value-drop flags on; ppo does too)
         reading = RuleSelector(RuleConfig(value_drop_rules=("decline", "abrupt_drop")))
         variants["with_critic"] = build(backend, reading, critic, excluded)
+    policy_only = PolicyOnly(timed_broker(excluded))
     bare_ms_per_step(backend)  # warm-up
-    bare: dict[str, list[np.ndarray]] = {name: [] for name in variants}
-    ours: dict[str, list[np.ndarray]] = {name: [] for name in variants}
+    bare, ours, floor = ({name: [] for name in variants} for _ in range(3))
     for _ in range(REPEATS):  # alternate so that machine drift hits all alike
         for name, supervisor in variants.items():
             bare[name].append(bare_ms_per_step(backend))
-            ours[name].append(supervisor_ms_per_step(backend, supervisor, excluded))
+            ours[name].append(agent_ms_per_step(backend, supervisor, excluded))
+            floor[name].append(agent_ms_per_step(backend, policy_only, excluded))
     backend.close()
     figures = {"task": f"{SPEC.suite}/{SPEC.task}", "steps": STEPS, "repeats": REPEATS,
                "critic": critic.name if critic else None,
                "excluded": "base policy (zero policy broker); physics steps, rollback motion included, run outside",
-               **{name: summarize(bare[name], ours[name], supervisor)
+               "overhead": "(supervisor - policy-only agent) / bare physics step, per repeat",
+               **{name: summarize(bare[name], ours[name], floor[name], supervisor)
                   for name, supervisor in variants.items()}}
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(figures, indent=2) + "\n")
@@ -140,7 +164,8 @@ def main() -> None:
         for clock in ("wall", "cpu"):
             f = figures[name][clock]
             print(f"{name}, {clock}: bare physics {f['bare_physics_ms_per_step_median']:.2f} ms/step, supervisor "
-                  f"{f['supervisor_ms_per_step_median']:.3f} ms/step: overhead {f['overhead_ratio_median']:.1%} "
+                  f"{f['supervisor_ms_per_step_median']:.3f} ms/step, policy-only agent "
+                  f"{f['policy_only_agent_ms_per_step_median']:.3f}: overhead {f['overhead_ratio_median']:.2%} "
                   f"(min {f['overhead_ratio_min']:.1%}, max {f['overhead_ratio_max']:.1%})")
     print(f"critic: {figures['critic']}\nwritten to {OUT}")
 

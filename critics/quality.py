@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import fmean
 
@@ -54,13 +55,14 @@ class LocalQuality:
         self._action_norms: deque[float] = deque(maxlen=self.config.window)
         self.value = 1.0
 
-    def update(self, position: np.ndarray, action: np.ndarray) -> float:
+    def update(self, position: Sequence[float], translation: Sequence[float]) -> float:
+        """``position``: the end effector's (x, y, z) reached; ``translation``: the position part of the
+        action that was commanded, as plain floats (the supervisor converts them once per step)."""
         cfg = self.config
-        position = np.asarray(position, dtype=np.float64).tolist()
         if self._positions:
             self._speeds.append(math.dist(position, self._positions[-1]))
         self._positions.append(position)
-        self._action_norms.append(math.hypot(*np.asarray(action, dtype=np.float64)[:3].tolist()))
+        self._action_norms.append(math.hypot(*translation))
         if len(self._positions) < 3:
             return self.value
         effectiveness = math.dist(position, self._positions[0]) / (fmean(self._action_norms) + cfg.eps)
@@ -143,8 +145,8 @@ class QualityMonitor:
             return self.local.value
         return self.config.mix * self.local.value + (1 - self.config.mix) * self.global_.value
 
-    def update(self, step: int, position: np.ndarray, feature: np.ndarray, action: np.ndarray) -> float:
-        self.local.update(position, action)
+    def update(self, step: int, position: Sequence[float], feature: np.ndarray, translation: Sequence[float]) -> float:
+        self.local.update(position, translation)
         if self.global_:
             self.global_.update(step, feature)
         return self.value

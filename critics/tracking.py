@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 
 
 @dataclass(frozen=True)
@@ -40,11 +40,11 @@ class TrackingMonitor:
         self._commands: deque[list[float]] = deque(maxlen=cfg.window + cfg.lag)
         self.value = 0.0
 
-    def update(self, position: np.ndarray, action: np.ndarray) -> float:
-        """Feed the position reached and the action that was commanded to get there."""
+    def update(self, position: Sequence[float], translation: Sequence[float]) -> float:
+        """Feed the position reached and the position part of the action commanded to get there."""
         cfg = self.config
-        self._positions.append(np.asarray(position, dtype=np.float64).tolist())
-        self._commands.append(np.asarray(action, dtype=np.float64)[:3].tolist())
+        self._positions.append(position)
+        self._commands.append(translation)
         if len(self._positions) <= cfg.window or len(self._commands) < cfg.window + cfg.lag:
             return self.value
         arrived = list(self._commands)[: cfg.window]  # the oldest commands: their motion has arrived

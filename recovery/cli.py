@@ -59,7 +59,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         policy_options=args.policy_opt, seed=args.seed, disturbance=args.disturbance, recovery=_recovery_options(args),
         workers=args.workers, out=args.out or _default_out(args), video_dir=args.video, max_steps=args.max_steps,
         replan_every=args.replan_every, camera_size=args.camera_size, progress=not args.no_progress,
-        ray_address=args.ray,
+        ray_address=args.ray, record_world=args.record_world,
     )
     try:
         records = evaluate(config)
@@ -326,6 +326,22 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_taxonomy(args: argparse.Namespace) -> int:
+    from recovery.evaluation.results import ResultsFile
+    from recovery.evaluation.taxonomy import MissingWorldError, taxonomy_report
+
+    try:
+        report = taxonomy_report(ResultsFile(args.physical).load(), ResultsFile(args.snapshot).load())
+    except MissingWorldError as exc:
+        print(f"recovery taxonomy: error: {exc}", file=sys.stderr)
+        return 2
+    print(report)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(report + "\n")
+    return 0
+
+
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     from recovery.evaluation.reproduce import reproduce, reproduction_report
     from recovery.evaluation.results import ResultsFile
@@ -367,6 +383,9 @@ def _eval_options(ev: argparse.ArgumentParser) -> None:
     ev.add_argument("--camera-size", type=int, default=EvalConfig.camera_size,
                     help="camera resolution when images are needed (default %(default)s)")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ev.add_argument("--record-world", action="store_true",
+                    help="record in each result what happened to the objects around each rollback (input of "
+                    "`recovery taxonomy`)")
     ev.add_argument("--ray", metavar="ADDRESS", help="shard episodes over a Ray cluster (HOST:PORT, 'auto' to join the "
                     "local `ray start`, 'local' for a fresh one); --workers Ray actors, one CPU each")
     _add_recovery_args(ev, selector_default=None, disturbance_default=EvalConfig.disturbance)
@@ -524,6 +543,12 @@ def _reproduce_options(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("published", nargs="+", type=Path, help="the published results files (e.g. reports/**/*.jsonl)")
 
 
+def _taxonomy_options(tx: argparse.ArgumentParser) -> None:
+    tx.add_argument("physical", type=Path, help="results of the physical rollback (recovery eval --record-world)")
+    tx.add_argument("snapshot", type=Path, help="results of the snapshot rollback on the same episodes")
+    tx.add_argument("--out", type=Path, help="also write the report (Markdown) here")
+
+
 def _tasks_options(tasks: argparse.ArgumentParser) -> None:
     tasks.add_argument("--suite", help="suite to list (default: list the suites)")
 
@@ -585,6 +610,11 @@ COMMANDS = {
                   "Compare every episode of a results file with the same episode (suite, task, init state, seed, "
                   "policy, selector, disturbance, rollback) in published results files: success, steps, rollbacks "
                   "and rollback steps must be equal. Exit 1 where any differs."),
+    "taxonomy": (_cmd_taxonomy, _taxonomy_options, "why the physical rollback loses episodes the snapshot "
+                 "rollback wins", "Classify every episode that succeeds with --rollback snapshot and fails with the "
+                 "physical rollback by what the world looked like after the physical one: no rollback (refused "
+                 "while holding), an object tipped, dropped or displaced, the arm short of its target, the gripper "
+                 "reopened, out of time, or a restored world where the policy still fails."),
     "summarize": (_cmd_summarize, _summarize_options, "success table (95%% Wilson intervals) of results files",
                   "One row per task and variant, then per suite and variant." + PAIRED_HELP),
 }

@@ -22,7 +22,7 @@ import numpy as np
 
 from recovery.core.actions import validate_action
 from recovery.core.errors import RecoveryError
-from recovery.core.robot import Command, ContactInfo, EefPose, JointTarget, Observation, RobotBackend, StepResult
+from recovery.core.robot import NO_CONTACT, Command, ContactInfo, EefPose, JointTarget, Observation, RobotBackend, StepResult
 from sim.tasks import TaskSpec
 
 logging.getLogger("robosuite_logs").setLevel(logging.ERROR)
@@ -68,7 +68,7 @@ class LiberoBackend(RobotBackend):
     supports_snapshot = True
 
     def __init__(self, task: TaskSpec, config: LiberoConfig = LiberoConfig()):
-        from libero.libero.envs import OffScreenRenderEnv
+        from libero.libero.envs.env_wrapper import ControlEnv
 
         self.task = task
         self.config = config
@@ -76,7 +76,9 @@ class LiberoBackend(RobotBackend):
         cams = config.camera_size is not None
         size = config.camera_size or 128
         with contextlib.redirect_stdout(io.StringIO()):
-            self._env = OffScreenRenderEnv(
+            # LIBERO's OffScreenRenderEnv is this with the renderer forced on: an EGL context costs ~1.2 s
+            # of every simulator built, for cameras that physics-only episodes never read
+            self._env = ControlEnv(
                 bddl_file_name=task.bddl_path, has_offscreen_renderer=cams, use_camera_obs=cams,
                 camera_names=list(config.cameras), camera_heights=size, camera_widths=size,
                 render_gpu_device_id=config.render_gpu_device_id, horizon=HORIZON,
@@ -87,7 +89,8 @@ class LiberoBackend(RobotBackend):
         model = self.raw.sim.model._model  # soft resets keep the model: names and ids are looked up once
         self._geom_names = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, i) or f"geom{i}"
                             for i in range(model.ngeom)]
-        self._robot_geoms = np.array([n.startswith(ROBOT_GEOM_PREFIXES) for n in self._geom_names])
+        self._robot_geom_ids = frozenset(i for i, n in enumerate(self._geom_names) if n.startswith(ROBOT_GEOM_PREFIXES))
+        self._force6 = np.zeros(6)  # mj_contactForce's output
         self._grip_site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, GRIP_SITE)
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -183,15 +186,16 @@ class LiberoBackend(RobotBackend):
         osc.reset_goal()
 
     def contacts(self) -> ContactInfo:
+        """Robot-vs-world contacts, in plain Python over the contact pairs: right after a physics
+        step the caches are cold, and there each numpy call costs more than this loop (~30 contacts)."""
         model, data = self.raw.sim.model._model, self.raw.sim.data._data
-        geoms = data.contact.geom[: data.ncon]
-        on_robot = self._robot_geoms[geoms]  # (ncon, 2)
-        force, touching, f6 = 0.0, set(), np.zeros(6)
-        for i in np.flatnonzero(on_robot[:, 0] != on_robot[:, 1]):  # robot vs. the rest of the world
-            mujoco.mj_contactForce(model, data, int(i), f6)
-            force += abs(f6[0])
-            touching.add(self._geom_names[geoms[i, 1] if on_robot[i, 0] else geoms[i, 0]])
-        return ContactInfo(force, frozenset(touching))
+        robot, force, touching = self._robot_geom_ids, 0.0, []
+        for i, (geom1, geom2) in enumerate(data.contact.geom[: data.ncon].tolist()):
+            if (geom1 in robot) != (geom2 in robot):  # robot vs. the rest of the world
+                mujoco.mj_contactForce(model, data, i, self._force6)
+                force += abs(float(self._force6[0]))
+                touching.append(self._geom_names[geom2 if geom1 in robot else geom1])
+        return ContactInfo(force, frozenset(touching)) if touching else NO_CONTACT
 
     def snapshot(self) -> SimSnapshot:
         env, robot = self.raw, self.raw.robots[0]

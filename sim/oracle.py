@@ -2,8 +2,8 @@
 
 At the first decision after the burst it asks for one rollback (RETRY: the best state of the last
 ``window`` steps, mostly from before the burst), what a perfect detector would do. The supervisor
-refuses a physical rollback while the gripper holds something; the oracle asks again at each
-decision until the pre-burst states leave the RETRY window. Set beside ``rule`` it separates what
+refuses a rollback it has no reproducible target for; the oracle asks again at each decision until
+the pre-burst states leave the RETRY window. Set beside ``rule`` it separates what
 recovery could gain from what the detector finds. Like snapshot rollback it exists only in
 simulation; its records are labelled by its name, ``oracle``.
 """

@@ -20,7 +20,7 @@ CFG = QualityConfig()
 def _run_local(positions, actions) -> float:
     local = LocalQuality(CFG)
     for p, a in zip(positions, actions):
-        local.update(p, a)
+        local.update(p, a[:3])
     return local.value
 
 
@@ -52,7 +52,7 @@ def test_local_quality_matches_its_formula_over_the_window():
     positions, actions = np.cumsum(rng.normal(0, 0.01, (40, 3)), axis=0), rng.normal(0, 0.5, (40, 7))
     local, expected = LocalQuality(CFG), 1.0
     for t in range(40):
-        got = local.update(positions[t], actions[t])
+        got = local.update(positions[t], actions[t, :3])
         window = slice(max(0, t - CFG.window + 1), t + 1)
         pos, norms = positions[window], np.linalg.norm(actions[window, :3], axis=1)
         if len(pos) >= 3:
@@ -169,9 +169,9 @@ def test_tracking_error_small_when_the_arm_follows_and_large_when_pushed():
             position = position + config.gain * command[:3]
         if 10 <= step < 13:
             position = position + np.array([0.0, 0.02, 0.0])  # shoved sideways, 2 cm a step
-        errors.append(monitor.update(position, command))
+        errors.append(monitor.update(position, command[:3]))
     assert max(errors[:10]) < 1e-9  # following its commands exactly
     assert max(errors[10:14]) > 0.05  # 6 cm off within the window
     assert errors[-1] < 1e-9  # the window has moved past the push
     monitor.reset()
-    assert monitor.value == 0.0 and monitor.update(np.ones(3), command) == 0.0  # no window yet
+    assert monitor.value == 0.0 and monitor.update(np.ones(3), command[:3]) == 0.0  # no window yet

@@ -8,7 +8,7 @@ import pytest
 from critics.quality import QualityMonitor
 from recovery.core.loop import EpisodeLoop, LoopConfig, Step, Subscriber, run_episode
 from recovery.core.modes import Mode
-from recovery.core.actions import InvalidActionError
+from recovery.core.actions import GRIPPER_CLOSE, InvalidActionError
 from recovery.core.robot import JointTarget
 from recovery.supervision.config import RollbackConfig, SupervisorConfig
 from recovery.supervision.selectors import NoneSelector, RuleConfig, RuleSelector
@@ -161,20 +161,32 @@ def test_a_refused_rollback_commands_nothing_and_counts_as_failed():
     assert outcome.extras["failed_rollbacks"] == 1 and outcome.steps == 30
 
 
-def test_no_physical_rollback_while_the_gripper_holds_something():
+def test_while_the_gripper_holds_something_a_rollback_carries_it_and_a_reset_is_refused():
     class Grasp(ReachPolicy):
         def infer(self, obs):
             out = super().infer(obs).actions
             out[:, 6] = 1.0  # closed
             return PolicyOutput(out)
 
+    class Grippers(Subscriber):
+        def __init__(self):
+            self.commands: list[float] = []
+
+        def on_step(self, step: Step) -> None:
+            if isinstance(step.command, JointTarget):
+                self.commands.append(step.command.gripper)
+
     robot = KinematicRobot(goal=UNREACHABLE)
-    sup = Supervisor(robot, ChunkBroker(Grasp(robot, UNREACHABLE)), ScriptedSelector({10: Mode.RETRY, 20: Mode.RETRY}),
+    sup = Supervisor(robot, ChunkBroker(Grasp(robot, UNREACHABLE)), ScriptedSelector({10: Mode.RETRY, 20: Mode.RESET}),
                      QualityMonitor(None), config=SupervisorConfig(keep_trace=True))
     robot.reset(0, 7)
     robot.touching = frozenset({"cube"})
-    outcome = run_episode(robot, sup, robot.instruction, LoopConfig(max_steps=30))
-    assert outcome.extras["rollbacks"] == 0 and outcome.extras["modes"]["EXECUTE"] == 5
+    grippers = Grippers()
+    outcome = run_episode(robot, sup, robot.instruction, LoopConfig(max_steps=30), (grippers,))
+    (rollback,) = outcome.extras["trace"]["decisions"]
+    assert rollback["mode"] == "RETRY" and 0 < rollback["target_step"] < 10  # a state where it held the cube
+    assert grippers.commands and set(grippers.commands) == {GRIPPER_CLOSE}  # carried, never dropped
+    assert "RESET" not in outcome.extras["modes"]  # a RESET would drop it
 
 
 def test_the_rollback_budget_caps_a_selector_that_always_asks():

@@ -21,6 +21,20 @@ def test_best_recent_and_best_contact_free_respect_their_windows():
     assert memory.start.step == 0
 
 
+def test_a_physical_rollback_targets_only_states_it_can_reproduce():
+    """Empty-handed it opens the gripper: free states with the gripper open. Carrying, it keeps the
+    gripper closed: states where something was held."""
+    memory = NominalMemory(capacity=64)
+    pose = EefPose(np.zeros(3), np.eye(3))
+    for step in range(30):
+        closing, holding = step >= 10, step >= 20
+        memory.add(NominalState(step, pose, np.zeros(7), quality=float(step), value=0.5,
+                                contact_free=not holding, holding=holding, closing=closing))
+    assert memory.best_physical(now=30, horizon=30, carrying=False).step == 9  # 10-19: fingers closing
+    assert memory.best_physical(now=30, horizon=30, carrying=True).step == 29
+    assert memory.best_physical(now=30, horizon=5, carrying=False) is None  # 25-29 all held
+
+
 def test_capacity_bounds_memory_but_keeps_the_start():
     memory = NominalMemory(capacity=10)
     for step in range(100):

@@ -6,9 +6,12 @@ import numpy as np
 import pytest
 
 from critics.quality import QualityMonitor
+from recovery.core.actions import GRIPPER_CLOSE
 from recovery.core.loop import EpisodeLoop, LoopConfig, Subscriber
 from recovery.core.modes import Mode
+from recovery.core.robot import JointTarget
 from recovery.evaluation.trajectory import TrajectoryRecorder
+from recovery.evaluation.world import WorldWatch
 from recovery.supervision.config import RollbackConfig, SupervisorConfig
 from recovery.supervision.selectors import NoneSelector, RuleSelector
 from recovery.supervision.supervisor import Supervisor
@@ -81,17 +84,37 @@ def test_snapshot_rollback_is_bit_exact_and_one_event(object_backend):
     assert supervisor.summary()["note"].startswith("snapshot rollback: simulation-only")
 
 
-def test_physical_rollback_waits_while_the_gripper_holds_something(object_backend):
+class Grippers(Subscriber):
+    """The gripper command of every rollback period."""
+
+    def __init__(self):
+        self.commands = []
+
+    def on_step(self, step):
+        if isinstance(step.command, JointTarget):
+            self.commands.append(step.command.gripper)
+
+
+def test_physical_rollback_carries_back_what_the_gripper_holds(object_backend):
+    """RETRYs while the expert carries the can take the arm back, gripper closed, to states where it
+    held it; the can stays in hand and the task still succeeds. A RESET would drop it: refused."""
+    grippers = Grippers()
     supervisor = _supervisor(object_backend, ScriptedSelector({s: Mode.RETRY for s in range(45, 70, 5)}))
-    outcome = play(object_backend, supervisor, 1, 7, 280)  # the expert holds the can from ~step 45
+    outcome = play(object_backend, supervisor, 1, 7, 280, (grippers,))  # the expert holds the can from ~step 45
+    assert outcome.extras["rollbacks"] > 0 and outcome.success
+    assert grippers.commands and set(grippers.commands) == {GRIPPER_CLOSE}
+    assert all(d["reached"] and d["step"] - 15 <= d["target_step"] < d["step"] for d in outcome.extras["trace"]["decisions"])
+    resets = _supervisor(object_backend, ScriptedSelector({s: Mode.RESET for s in range(50, 70, 5)}))
+    outcome = play(object_backend, resets, 1, 7, 280)
     assert outcome.extras["rollbacks"] == 0 and outcome.success
 
 
-def test_physical_rollback_waits_while_the_gripper_holds_a_light_bowl():
+def test_physical_rollback_carries_a_light_bowl_back_closed():
     """The carried bowl presses on the fingers with less than the 5 N contact-free threshold: by
-    force alone the RETRYs below would open the gripper and drop it."""
+    force alone the RETRYs below would take states where it was held for free ones and open the
+    gripper, dropping it. Carried back, it is within a centimetre of where it was at each target."""
     backend = LiberoBackend(resolve_task("libero_spatial", 1))
-    forces = []
+    forces, grippers, world = [], Grippers(), WorldWatch()
 
     class Forces(Subscriber):
         def on_step(self, step):
@@ -99,11 +122,13 @@ def test_physical_rollback_waits_while_the_gripper_holds_a_light_bowl():
 
     try:
         supervisor = _supervisor(backend, ScriptedSelector({s: Mode.RETRY for s in range(70, 100, 5)}))
-        outcome = play(backend, supervisor, 0, 7, 220, (Forces(),))  # the expert carries the bowl from ~52
+        outcome = play(backend, supervisor, 0, 7, 220, (Forces(), grippers, world))  # carried from ~step 52
     finally:
         backend.close()
     assert min(forces[69:95]) < 5.0  # the force test would have called some of those states contact-free
-    assert outcome.extras["rollbacks"] == 0 and outcome.success
+    assert outcome.extras["rollbacks"] > 0 and set(grippers.commands) == {GRIPPER_CLOSE}
+    for rollback in world.summary["rollbacks"]:
+        assert rollback["reached"] and rollback["after"]["akita_black_bowl_1"][0] < 0.01
 
 
 def test_rule_selector_intervenes_on_a_stalled_arm_within_budget(object_backend):

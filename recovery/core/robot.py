@@ -64,6 +64,9 @@ class ContactInfo:
         return self.force < threshold
 
 
+NO_CONTACT = ContactInfo(0.0, frozenset())
+
+
 @dataclass(frozen=True)
 class StepResult:
     observation: Observation

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import multiprocessing
+import os
 import signal
 import time
 import traceback
@@ -21,6 +22,7 @@ from recovery.evaluation.assembly import build_backend, build_supervisor, make_s
 from recovery.evaluation.results import SAMPLED_LAYOUT, EpisodeSpec, ResultsFile
 from recovery.evaluation.trajectory import TrajectoryRecorder
 from recovery.evaluation.video import VideoRecorder
+from recovery.evaluation.world import WorldWatch
 from recovery.ray_cluster import connect
 from recovery.supervision.build import critic_path
 from recovery.supervision.config import RecoveryOptions
@@ -30,6 +32,11 @@ from vla_wrappers.broker import ChunkBroker
 from vla_wrappers.registry import make_policy, policy_class
 
 log = logging.getLogger(__name__)
+
+# Worker processes run one simulator per core. OpenBLAS would start a thread per core in each, and
+# its threads spin between calls, against the other worker's simulator: episodes ran 15% slower
+# with 2 workers on 2 cores (benchmarks/eval_loop_speed.py). Ray sets OMP_NUM_THREADS for its actors.
+ONE_THREAD = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,7 @@ class EvalConfig:
     camera_size: int = 256  # used only when the policy, the video or the recording needs images
     record_trajectories: bool = False  # attach each episode's arrays to its record as "trajectory"
     record_images: bool = False
+    record_world: bool = False  # the objects around each rollback (recovery.evaluation.world) as "world"
     recovery: RecoveryOptions | None = None  # None: the policy alone, no supervisor
     disturbance: str = "none"
     progress: bool = True
@@ -112,6 +120,8 @@ class EpisodeWorker:
             subscribers = [VideoRecorder(self.config.video_dir / spec.slug)] if self.config.video_dir else []
             recorder = TrajectoryRecorder(backend.flat_state) if self.config.record_trajectories else None
             subscribers += [recorder] if recorder else []
+            world = WorldWatch() if self.config.record_world else None
+            subscribers += [world] if world else []
             loop = LoopConfig(max_steps=self.config.max_steps or task.max_steps)
             outcome = run_episode(backend, agent, backend.instruction, loop, tuple(subscribers))
             record.update(success=outcome.success, steps=outcome.steps, inferences=outcome.inferences)
@@ -122,6 +132,8 @@ class EpisodeWorker:
                 raise outcome.error
             if recorder:
                 record["trajectory"] = recorder.arrays()
+            if world:
+                record["world"] = world.summary
         except Exception:
             record["error"] = traceback.format_exc()
             log.error("episode %s failed after %d steps:\n%s", spec.slug, record["steps"], record["error"])
@@ -206,6 +218,8 @@ def _execute(specs: list[EpisodeSpec], config: EvalConfig) -> Iterator[dict]:
         finally:
             worker.close()
         return
+    for name in ONE_THREAD:  # a user's own setting wins
+        os.environ.setdefault(name, "1")
     ctx = multiprocessing.get_context("spawn")  # MuJoCo/EGL state must not be forked
     pool = ProcessPoolExecutor(config.workers, mp_context=ctx, initializer=_init_worker, initargs=(config,))
     try:

@@ -19,9 +19,11 @@ class NominalState:
     # and it restores the posture too: elbow, null space)
     quality: float
     value: float
-    contact_free: bool
+    contact_free: bool  # no external force above the threshold on the robot, and nothing held
     snapshot: Any = None  # exact simulator state, when the backend can snapshot
     progress: int = 0  # task progress in steps (rewound by rollbacks); the global metric's clock
+    holding: bool = False  # the gripper held something here
+    closing: bool = False  # the gripper was commanded closed here (its fingers were closing or closed)
 
 
 class NominalMemory:
@@ -57,5 +59,13 @@ class NominalMemory:
 
     def best_contact_free(self, now: int, horizon: int = 30, score: str = "quality") -> NominalState | None:
         candidates = [s for s in self._recent(now, horizon) if s.contact_free]
+        return max(reversed(candidates), key=lambda s: getattr(s, score)) if candidates else None
+
+    def best_physical(self, now: int, horizon: int, carrying: bool, score: str = "quality") -> NominalState | None:
+        """The best state a physical rollback can reproduce. It drives the arm back and sets the
+        gripper: with an empty hand it opens it, so only free states with the gripper open qualify;
+        carrying what the gripper holds now, only states where the gripper held something."""
+        candidates = [s for s in self._recent(now, horizon)
+                      if (s.holding if carrying else s.contact_free and not s.closing)]
         return max(reversed(candidates), key=lambda s: getattr(s, score)) if candidates else None
 

@@ -1,8 +1,10 @@
 """Rollbacks: take the robot back to a remembered nominal state, one control period at a time.
 
 ``physical`` (default) drives the arm back in joint space, to the joints observed at the target
-state, gripper open, objects left where they are: what a real arm can do. ``snapshot`` restores
-the whole simulator state in one event: a simulation-only upper bound, labelled as such in results.
+state, objects left where they are: what a real arm can do. The gripper opens, or stays closed
+when the target held something (the supervisor then carries back what the gripper holds now).
+``snapshot`` restores the whole simulator state in one event: a simulation-only upper bound,
+labelled as such in results.
 Neither steps the robot: each returns what the episode loop executes next.
 """
 
@@ -13,7 +15,7 @@ from typing import Protocol
 
 import numpy as np
 
-from recovery.core.actions import GRIPPER_OPEN
+from recovery.core.actions import GRIPPER_CLOSE, GRIPPER_OPEN
 from recovery.core.loop import Control
 from recovery.core.modes import Mode
 from recovery.core.robot import EefPose, JointTarget, Observation, RobotBackend
@@ -50,7 +52,7 @@ class PhysicalRollback:
 
     def __init__(self, target: NominalState, config: RollbackConfig, backend: RobotBackend):
         self.target, self.config = target, config
-        self.command = JointTarget(target.joints, GRIPPER_OPEN)
+        self.command = JointTarget(target.joints, GRIPPER_CLOSE if target.holding else GRIPPER_OPEN)
         self.refused = backend.joint_move_problem(self.command, config.max_steps)
         self.steps, self._still = 0, 0
         self._fingers: np.ndarray | None = None

@@ -9,7 +9,7 @@ so it runs the same in LIBERO and on a robot.
 from __future__ import annotations
 
 from collections import Counter, deque
-from typing import Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -21,7 +21,7 @@ from recovery.core.actions import HOLD_ACTION
 from recovery.core.decision import DecisionContext, Selector
 from recovery.core.loop import Control
 from recovery.core.modes import Mode
-from recovery.core.robot import Observation, RobotBackend
+from recovery.core.robot import ContactInfo, EefPose, Observation, RobotBackend
 from recovery.supervision.config import SupervisorConfig
 from recovery.supervision.grasp import GraspMonitor
 from recovery.supervision.memory import NominalMemory, NominalState
@@ -29,6 +29,18 @@ from recovery.supervision.rollback import Rollback, start_rollback
 from vla_wrappers.broker import ChunkBroker
 
 ValueFn = Callable[[Observation], float]
+
+
+class _Observed(NamedTuple):
+    """A policy step's state as recorded, waiting to be scored (a tuple: the cheapest to build)."""
+
+    step: int
+    progress: int
+    obs: Observation  # backends hand out a new observation every step and never change it
+    action: np.ndarray  # the action that led here
+    contacts: ContactInfo
+    pose: EefPose
+    snapshot: Any
 
 
 class Supervisor:
@@ -62,6 +74,7 @@ class Supervisor:
         self._observed_at = self._decided_at = -1  # the policy step whose observation was scored / decided on
         self._rollback: Rollback | None = None
         self._rollback_mode = Mode.EXECUTE
+        self._next_target: NominalState | None = None  # where the admitted rollback goes
         self.applied_mode = Mode.EXECUTE  # the mode the last decision actually ran
         self._last_rollback_step, self._last_rollback_mode = 0, None
         self.recovery_steps, self.rollbacks, self.failed_rollbacks = 0, 0, 0
@@ -69,6 +82,7 @@ class Supervisor:
         self._history: dict[str, deque] = {k: deque(maxlen=self.config.history)
                                             for k in ("state", "action", "quality", "value", "risk", "tracking")}
         self._trace: dict[str, list] = {k: [] for k in ("quality", "value", "risk", "tracking", "decisions")}
+        self._unscored: list[_Observed] = []
 
     # --- the Agent contract --------------------------------------------------------------------
     def act(self, obs: Observation) -> Control:
@@ -103,6 +117,7 @@ class Supervisor:
         self.broker.close()
 
     def summary(self) -> dict:
+        self._score()
         out = {"modes": dict(self._modes), "rollbacks": self.rollbacks, "failed_rollbacks": self.failed_rollbacks,
                "recovery_steps": self.recovery_steps, "rollback": self.config.rollback.kind}
         if self.config.rollback.kind == "snapshot":
@@ -113,27 +128,43 @@ class Supervisor:
 
     # --- watching ------------------------------------------------------------------------------
     def observe(self, obs: Observation) -> None:
-        """Score the state reached by the last action and remember it (rollback motion never gets here)."""
+        """Record the state reached by the last action (rollback motion never gets here): what only
+        the robot can tell now (contacts, pose, a snapshot) is read now, the rest is scored by
+        ``_score`` when a decision reads it."""
         action = self._last_action if self._last_action is not None else np.zeros(7)
-        quality = self.quality.update(self._progress, obs["eef_pos"], reference_feature(obs["state"]), action)
-        value = self._value(obs) if self._value else 1.0
-        risk = self.risk.update(value) if self.risk else 0.0
-        tracking = self.tracking.update(obs["eef_pos"], action)
-        contacts = self.backend.contacts()
-        holding = self.grasp.update(action[6] > 0, contacts, self.config.contact_threshold)
-        contact_free = contacts.is_free(self.config.contact_threshold) and not holding
         snapshot = self.backend.snapshot() if self.config.rollback.kind == "snapshot" else None
-        self.memory.add(NominalState(self._step, self.backend.eef_pose(), np.array(obs["joint_pos"], dtype=np.float64),
-                                     quality, value, contact_free, snapshot, self._progress))
-        for key, item in (("state", obs["state"]), ("action", action), ("quality", quality), ("value", value),
-                          ("risk", risk), ("tracking", tracking)):
-            self._history[key].append(item)
-        if self.config.keep_trace:
-            for key, item in (("quality", quality), ("value", value), ("risk", risk), ("tracking", tracking)):
-                self._trace[key].append(round(float(item), 4))
+        self._unscored.append(_Observed(self._step, self._progress, obs, action, self.backend.contacts(),
+                                        self.backend.eef_pose(), snapshot))
+
+    def _score(self) -> None:
+        """Run the metrics, critics and memory over the recorded states, in order. They are read only
+        at decisions (every k steps), and a burst of k states right after one another costs about
+        half of scoring each state right after its physics step, when the caches are cold
+        (``benchmarks/supervisor_overhead.py``)."""
+        cfg = self.config
+        for seen in self._unscored:
+            obs, action = seen.obs, seen.action
+            position, translation = np.asarray(obs["eef_pos"], dtype=np.float64).tolist(), action[:3].tolist()
+            quality = self.quality.update(seen.progress, position, reference_feature(obs["state"]), translation)
+            value = self._value(obs) if self._value else 1.0
+            risk = self.risk.update(value) if self.risk else 0.0
+            tracking = self.tracking.update(position, translation)
+            closing = bool(action[6] > 0)
+            holding = self.grasp.update(closing, seen.contacts, cfg.contact_threshold)
+            contact_free = seen.contacts.is_free(cfg.contact_threshold) and not holding
+            self.memory.add(NominalState(seen.step, seen.pose, np.array(obs["joint_pos"], dtype=np.float64),
+                                         quality, value, contact_free, seen.snapshot, seen.progress, holding, closing))
+            for key, item in (("state", obs["state"]), ("action", action), ("quality", quality), ("value", value),
+                              ("risk", risk), ("tracking", tracking)):
+                self._history[key].append(item)
+            if cfg.keep_trace:
+                for key, item in (("quality", quality), ("value", value), ("risk", risk), ("tracking", tracking)):
+                    self._trace[key].append(round(float(item), 4))
+        self._unscored.clear()
 
     # --- deciding and recovering ---------------------------------------------------------------
     def context(self) -> DecisionContext:
+        self._score()
         return DecisionContext(
             step=self._step, quality=self.quality.value, value=self._history["value"][-1],
             risk=self._history["risk"][-1], flags=dict(self.risk.flags) if self.risk else {},
@@ -144,10 +175,13 @@ class Supervisor:
 
     def apply(self, mode: Mode) -> Mode:
         """Admit the selector's ``mode`` and switch to it; returns the mode that runs. A rollback past
-        the episode's budget, or one that would drop what the gripper holds, becomes EXECUTE:
-        whatever the selector, learned or not, asked for."""
-        if mode.is_rollback and (self.rollbacks >= self.config.max_rollbacks
-                                 or self.config.rollback.kind == "physical" and self.grasp.holding):
+        the episode's budget, or one without a state it can reproduce (a physical RESET while the
+        gripper holds something would drop it), becomes EXECUTE: whatever the selector, learned or
+        not, asked for."""
+        self._next_target = None
+        if mode.is_rollback and self.rollbacks < self.config.max_rollbacks:
+            self._next_target = self._target(mode)
+        if mode.is_rollback and self._next_target is None:
             mode = Mode.EXECUTE
         self.applied_mode = mode
         self._modes[mode.name] += 1
@@ -163,7 +197,7 @@ class Supervisor:
         return Control(action, self._mode, events=events)
 
     def _start_rollback(self, mode: Mode, obs: Observation, event: dict) -> Control:
-        target = self._target(mode)
+        target = self._next_target
         self._rollback, self._rollback_mode = start_rollback(target, self.config.rollback, self.backend), mode
         return self._continue_rollback(obs, ({**event, "target_step": target.step, "goal": target.joints.tolist()},))
 
@@ -196,18 +230,21 @@ class Supervisor:
             self._trace["decisions"].append(record)
         return {"event": "rollback_end", **record, "pos_error": result.pos_error, "rot_error": result.rot_error}
 
-    def _target(self, mode: Mode) -> NominalState:
+    def _target(self, mode: Mode) -> NominalState | None:
         """RETRY: best quality of the last ``retry_horizon`` steps; REPAIR: best contact-free state
-        of the last ``repair_horizon``; RESET: the episode's start. A physical rollback opens the
-        gripper, so it cannot reproduce a state that held something: it only takes contact-free
-        targets, and falls back to the start when the window has none."""
+        of the last ``repair_horizon``; RESET: the episode's start. A physical rollback takes only
+        states it can reproduce (``NominalMemory.best_physical``): while the gripper holds
+        something, it carries it back to a state where it held it (None when there is none, or for
+        a RESET); otherwise it falls back to the start when the window has no free state."""
         cfg, memory = self.config, self.memory
-        physical = cfg.rollback.kind == "physical"
-        if mode == Mode.RETRY:
-            pick = memory.best_contact_free if physical else memory.best_recent
-            target = pick(self._step, cfg.retry_horizon)
-        elif mode == Mode.REPAIR:
-            target = memory.best_contact_free(self._step, cfg.repair_horizon)
+        carrying = cfg.rollback.kind == "physical" and self.grasp.holding
+        if mode == Mode.RESET:
+            return None if carrying else memory.start
+        horizon = cfg.retry_horizon if mode == Mode.RETRY else cfg.repair_horizon
+        if cfg.rollback.kind == "physical":
+            target = memory.best_physical(self._step, horizon, carrying)
+        elif mode == Mode.RETRY:
+            target = memory.best_recent(self._step, horizon)
         else:
-            target = None
-        return target or memory.start
+            target = memory.best_contact_free(self._step, horizon)
+        return target or (None if carrying else memory.start)
