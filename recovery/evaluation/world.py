@@ -55,7 +55,7 @@ class WorldWatch(Subscriber):
     against the start."""
 
     def on_episode_start(self, obs: Observation) -> None:
-        self._start = self._last = _poses(obs)
+        self._start, self._last = _poses(obs), obs
         self._by_policy_step: list[Poses] = []  # the world each policy command was taken from
         self._fingers: list[float] = []  # and the gripper's opening then
         self._rollbacks: list[dict] = []
@@ -86,9 +86,10 @@ class WorldWatch(Subscriber):
         if not isinstance(step.command, JointTarget):
             self._by_policy_step.append(world)
             self._fingers.append(_fingers(step.observation))
-        self._last = _poses(step.result.observation)
+        self._last = step.result.observation  # its poses are read once, at the end
 
     def on_episode_end(self, outcome: EpisodeOutcome) -> None:
         target = self._by_policy_step[self._rollbacks[-1]["target_step"]] if self._rollbacks else None
-        self.summary = {"rollbacks": self._rollbacks, "end_vs_start": object_changes(self._start, self._last),
-                        "end_vs_target": object_changes(target, self._last) if target else None}
+        last = _poses(self._last)
+        self.summary = {"rollbacks": self._rollbacks, "end_vs_start": object_changes(self._start, last),
+                        "end_vs_target": object_changes(target, last) if target else None}

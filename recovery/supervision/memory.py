@@ -49,23 +49,21 @@ class NominalMemory:
     def latest(self) -> NominalState:
         return self._states[-1]
 
-    def _recent(self, now: int, horizon: int) -> list[NominalState]:
-        return [s for s in self._states if now - horizon <= s.step < now]
+    def _best(self, now: int, horizon: int, score: str, fits=lambda s: True) -> NominalState | None:
+        """Highest ``score`` among the states of the last ``horizon`` steps that ``fits`` (latest wins ties)."""
+        candidates = [s for s in self._states if now - horizon <= s.step < now and fits(s)]
+        return max(reversed(candidates), key=lambda s: getattr(s, score)) if candidates else None
 
     def best_recent(self, now: int, horizon: int = 15, score: str = "quality") -> NominalState | None:
         """Highest ``score`` within the last ``horizon`` steps (latest wins ties)."""
-        candidates = self._recent(now, horizon)
-        return max(reversed(candidates), key=lambda s: getattr(s, score)) if candidates else None
+        return self._best(now, horizon, score)
 
     def best_contact_free(self, now: int, horizon: int = 30, score: str = "quality") -> NominalState | None:
-        candidates = [s for s in self._recent(now, horizon) if s.contact_free]
-        return max(reversed(candidates), key=lambda s: getattr(s, score)) if candidates else None
+        return self._best(now, horizon, score, lambda s: s.contact_free)
 
     def best_physical(self, now: int, horizon: int, carrying: bool, score: str = "quality") -> NominalState | None:
         """The best state a physical rollback can reproduce. It drives the arm back and sets the
         gripper: with an empty hand it opens it, so only free states with the gripper open qualify;
         carrying what the gripper holds now, only states where the gripper held something."""
-        candidates = [s for s in self._recent(now, horizon)
-                      if (s.holding if carrying else s.contact_free and not s.closing)]
-        return max(reversed(candidates), key=lambda s: getattr(s, score)) if candidates else None
-
+        return self._best(now, horizon, score,
+                          (lambda s: s.holding) if carrying else (lambda s: s.contact_free and not s.closing))
