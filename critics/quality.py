@@ -108,22 +108,56 @@ class GlobalQuality:
             raise ValueError("the global quality metric needs at least one reference trajectory")
         self.config = config
         self._length = references.typical_length
-        self._bins = references.bin_points(config.bins)
+        # per bin, the points as a (D, P) array: the search's arithmetic then runs along P
+        self._bins = [(np.ascontiguousarray(points.T), starts) for points, starts in references.bin_points(config.bins)]
         self.reset()
 
     def reset(self) -> None:
         self.value = 1.0
         self.distance = 0.0
 
-    def update(self, step: int, feature: np.ndarray) -> float:
+    def update(self, steps: Sequence[int], features: np.ndarray) -> list[float]:
+        """Feed a run of states (their progress steps and (n, D) features, in order); returns the
+        metric after each. The supervisor scores the states between two decisions together: one
+        nearest-reference search over all of them costs far less than one search per state."""
         cfg = self.config
-        points, starts = self._bins[min(int(step * cfg.bins / self._length), cfg.bins - 1)]
-        offsets = points - feature
-        nearest_sq = np.minimum.reduceat(np.einsum("ij,ij->i", offsets, offsets), starts)  # per reference
-        k = min(cfg.k_nearest, len(nearest_sq))
-        self.distance = sum(math.sqrt(d) for d in np.partition(nearest_sq, k - 1)[:k].tolist()) / k
-        self.value = cfg.beta * self.value + (1 - cfg.beta) * math.exp(-cfg.alpha * self.distance)
-        return self.value
+        bins = [min(int(step * cfg.bins / self._length), cfg.bins - 1) for step in steps]
+        distances: list[float] = []
+        start = 0
+        while start < len(bins):  # consecutive states in the same progress bin: one search
+            end = start + 1
+            while end < len(bins) and bins[end] == bins[start]:
+                end += 1
+            points, starts = self._bins[bins[start]]
+            nearest_sq = np.minimum.reduceat(_squared_distances(points, features[start:end]), starts, axis=1)
+            k = min(cfg.k_nearest, nearest_sq.shape[1])
+            nearest = np.sort(np.partition(nearest_sq, k - 1, axis=1)[:, :k], axis=1)
+            distances += [sum(math.sqrt(d) for d in row) / k for row in nearest.tolist()]
+            start = end
+        values = []
+        for distance in distances:
+            self.value = cfg.beta * self.value + (1 - cfg.beta) * math.exp(-cfg.alpha * distance)
+            values.append(self.value)
+        self.distance = distances[-1] if distances else self.distance
+        return values
+
+
+def _squared_distances(points_by_dim: np.ndarray, features: np.ndarray) -> np.ndarray:
+    """(n, P) squared distances from each of n features to P points given as a (D, P) array.
+
+    Each operation is elementwise, so every CPU gives the same bits (a reduction's order can follow
+    the SIMD width numpy was built or dispatched for). The order is that of the einsum these
+    distances came from before: even and odd dimensions in two running sums, then their sum, so
+    the published episodes keep their bits."""
+    offsets = points_by_dim[None] - features[:, :, None]  # (n, D, P)
+    squares = offsets * offsets
+    even, odd = squares[:, 0], squares[:, 1]
+    for dim in range(2, squares.shape[1]):
+        if dim % 2:
+            odd = odd + squares[:, dim]
+        else:
+            even = even + squares[:, dim]
+    return even + odd
 
 
 class QualityMonitor:
@@ -145,8 +179,14 @@ class QualityMonitor:
             return self.local.value
         return self.config.mix * self.local.value + (1 - self.config.mix) * self.global_.value
 
-    def update(self, step: int, position: Sequence[float], feature: np.ndarray, translation: Sequence[float]) -> float:
-        self.local.update(position, translation)
-        if self.global_:
-            self.global_.update(step, feature)
-        return self.value
+    def update(self, steps: Sequence[int], positions: Sequence[Sequence[float]], features: np.ndarray,
+               translations: Sequence[Sequence[float]]) -> list[float]:
+        """Feed a run of states: their progress steps, end-effector positions (plain floats),
+        reference features ((n, D), ``critics.references.reference_feature``) and the position
+        part of the actions that led to them; returns q after each."""
+        local = [self.local.update(position, translation) for position, translation in zip(positions, translations)]
+        if self.global_ is None:
+            return local
+        mix = self.config.mix
+        return [mix * q_local + (1 - mix) * q_global
+                for q_local, q_global in zip(local, self.global_.update(steps, features))]

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import fmean
 
@@ -128,8 +129,16 @@ class RiskMonitor:
         """The rules on the latest values, judged when asked: only decisions (every k steps) read them."""
         return rule_flags(np.array(self._values), self.config)
 
-    def update(self, value: float) -> float:
-        self._values.append(value)
-        if self._head is not None:
-            self.risk = float(self._head(history_features(self._values, self.config.k))[0])
-        return self.risk
+    def update(self, values: Sequence[float]) -> list[float]:
+        """Take the next run of values (the supervisor scores the steps between two decisions
+        together); returns the risk after each, the head run once over all of them."""
+        features = []
+        for value in values:
+            self._values.append(value)
+            if self._head is not None:
+                features.append(history_features(self._values, self.config.k))
+        if not features:
+            return [self.risk] * len(values)
+        risks = self._head(np.stack(features))[:, 0].tolist()
+        self.risk = risks[-1]
+        return risks

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -69,11 +69,14 @@ class ValueCritic:
     def _numpy_net(self) -> tuple[np.ndarray, np.ndarray, NumpyMLP]:
         return self.net.feat_mean.numpy().copy(), self.net.feat_std.numpy().copy(), NumpyMLP(self.net.body)
 
-    def value_fn(self, instruction: str) -> Callable[[Observation], float]:
+    def value_fn(self, instruction: str) -> Callable[[Sequence[Observation]], list[float]]:
+        """V of each of a run of observations, in one pass of the net (the supervisor scores the
+        states between two decisions together)."""
         task_id = self.layout.task_id(instruction)
         if task_id is None:
             raise CriticConfigError(f"the value critic was not trained on {instruction!r}")
-        return lambda obs: float(self.values(self.layout.featurize_obs(obs, task_id)))
+        return lambda observations: self.values(
+            np.stack([self.layout.featurize_obs(obs, task_id) for obs in observations])).tolist()
 
     def save(self, path: Path) -> None:
         with written_atomically(path) as tmp:

@@ -73,9 +73,8 @@ def test_global_quality_near_references_stays_high_and_drops_off_them():
     refs = _references()
     on_track, off_track = GlobalQuality(refs, CFG), GlobalQuality(refs, CFG)
     line = np.linspace([0, 0, 0, 0.04, -0.04], [0.3, 0, 0.1, 0.0, 0.0], 50)
-    for t, point in enumerate(line):
-        on_track.update(t, point)
-        off_track.update(t, point + np.array([0, 0.15, 0, 0, 0]))  # 15 cm to the side
+    on_track.update(range(50), line)
+    off_track.update(range(50), line + np.array([0, 0.15, 0, 0, 0]))  # 15 cm to the side
     assert on_track.distance < 0.02 and on_track.value > 0.8
     assert off_track.distance > 0.14 and off_track.value < 0.35
 
@@ -83,8 +82,7 @@ def test_global_quality_near_references_stays_high_and_drops_off_them():
 def test_global_quality_compares_within_the_same_progress_bin():
     refs = _references()
     late = GlobalQuality(refs, CFG)
-    for t in range(5):
-        late.update(t, np.array([0.3, 0, 0.1, 0, 0]))  # at the goal already at the start: unusual
+    late.update(range(5), np.tile([0.3, 0, 0.1, 0, 0], (5, 1)))  # at the goal already at the start: unusual
     assert late.distance > 0.2
 
 
@@ -126,11 +124,9 @@ def test_risk_head_learns_to_separate_decline_from_rise():
     traces += [np.clip(np.linspace(0.3, 0.95, 40) + rng.normal(0, 0.01, 40), 0, 1) for _ in range(10)]
     head = fit_risk_head(traces, epochs=30)
     monitor = RiskMonitor(head)
-    for v in np.linspace(0.8, 0.3, 15):
-        falling = monitor.update(v)
+    falling = monitor.update(np.linspace(0.8, 0.3, 15).tolist())[-1]
     monitor.reset()
-    for v in np.linspace(0.3, 0.8, 15):
-        rising = monitor.update(v)
+    rising = monitor.update(np.linspace(0.3, 0.8, 15).tolist())[-1]
     assert falling > rising + 0.05
 
 
@@ -154,9 +150,11 @@ def test_numpy_inference_matches_the_torch_nets():
     np.testing.assert_allclose(critic.values(x), expected, atol=1e-6)
     assert critic.values(x[0]) == pytest.approx(expected[0], abs=1e-6)  # one state, as per step
     monitor = RiskMonitor(critic.risk_head)
-    for v in np.linspace(0.9, 0.4, 12):
-        monitor.update(v)
+    one_by_one = [monitor.update([v])[0] for v in np.linspace(0.9, 0.4, 12)]
     assert monitor.risk == pytest.approx(float(risk[0]), abs=1e-6)
+    monitor.reset()
+    together = monitor.update(np.linspace(0.9, 0.4, 12).tolist())  # a run of steps scored at once
+    assert together == pytest.approx(one_by_one, abs=1e-6) and monitor.risk == together[-1]
 
 
 def test_tracking_error_small_when_the_arm_follows_and_large_when_pushed():
@@ -175,3 +173,12 @@ def test_tracking_error_small_when_the_arm_follows_and_large_when_pushed():
     assert errors[-1] < 1e-9  # the window has moved past the push
     monitor.reset()
     assert monitor.value == 0.0 and monitor.update(np.ones(3), command[:3]) == 0.0  # no window yet
+
+
+def test_global_quality_of_a_run_of_states_equals_feeding_them_one_by_one():
+    """The supervisor scores the states between two decisions together: it must not change a bit."""
+    refs, rng = _references(), np.random.default_rng(3)
+    line = np.linspace([0, 0, 0, 0.04, -0.04], [0.3, 0, 0.1, 0.0, 0.0], 50) + rng.normal(0, 0.01, (50, 5))
+    together, one_by_one = GlobalQuality(refs, CFG), GlobalQuality(refs, CFG)
+    runs = [together.update(range(t, t + 5), line[t:t + 5]) for t in range(0, 50, 5)]  # runs cross bin borders
+    assert [v for run in runs for v in run] == [one_by_one.update([t], line[t:t + 1])[0] for t in range(50)]

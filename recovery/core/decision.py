@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -9,6 +10,26 @@ import numpy as np
 
 from recovery.core.errors import RecoveryError
 from recovery.core.modes import Mode
+
+
+class History(Mapping[str, np.ndarray]):
+    """The last N steps of each signal, turned into an array only when a selector reads it: the rule
+    reads two of the six, and converting all of them cost more than its decision."""
+
+    def __init__(self, signals: Mapping[str, Sequence]):
+        self._signals = signals
+        self._arrays: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        if key not in self._arrays:
+            self._arrays[key] = np.array(self._signals[key])
+        return self._arrays[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._signals)
+
+    def __len__(self) -> int:
+        return len(self._signals)
 
 
 @dataclass(frozen=True)
@@ -21,7 +42,7 @@ class DecisionContext:
     rollbacks_left: int
     steps_since_rollback: int  # since the last rollback (or the episode start)
     last_rollback_mode: Mode | None
-    history: dict[str, np.ndarray] = field(default_factory=dict)  # last N steps: proprio, actions, q, v, risk
+    history: Mapping[str, np.ndarray] = field(default_factory=dict)  # last N steps: proprio, actions, q, v, risk
 
 
 class UnknownSelectorError(RecoveryError, ValueError):

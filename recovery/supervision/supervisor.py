@@ -9,6 +9,7 @@ so it runs the same in LIBERO and on a robot.
 from __future__ import annotations
 
 from collections import Counter, deque
+from collections.abc import Sequence
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -18,7 +19,7 @@ from critics.references import reference_feature
 from critics.risk import RiskMonitor
 from critics.tracking import TrackingMonitor
 from recovery.core.actions import HOLD_ACTION
-from recovery.core.decision import DecisionContext, Selector
+from recovery.core.decision import DecisionContext, History, Selector
 from recovery.core.loop import Control
 from recovery.core.modes import Mode
 from recovery.core.robot import ContactInfo, EefPose, Observation, RobotBackend
@@ -28,7 +29,7 @@ from recovery.supervision.memory import NominalMemory, NominalState
 from recovery.supervision.rollback import Rollback, start_rollback
 from vla_wrappers.broker import ChunkBroker
 
-ValueFn = Callable[[Observation], float]
+ValueFn = Callable[[Sequence[Observation]], list[float]]  # V of each observation, in one pass
 
 
 class _Observed(NamedTuple):
@@ -140,14 +141,22 @@ class Supervisor:
         """Run the metrics, critics and memory over the recorded states, in order. They are read only
         at decisions (every k steps), and a burst of k states right after one another costs about
         half of scoring each state right after its physics step, when the caches are cold
-        (``benchmarks/supervisor_overhead.py``)."""
-        cfg = self.config
-        for seen in self._unscored:
+        (``benchmarks/supervisor_overhead.py``); the value net and the nearest-reference search run
+        once over all of them."""
+        if not self._unscored:
+            return
+        cfg, unscored = self.config, self._unscored
+        observations = [seen.obs for seen in unscored]
+        values = self._value(observations) if self._value else [1.0] * len(unscored)
+        risks = self.risk.update(values) if self.risk else [0.0] * len(unscored)
+        positions = [np.asarray(obs["eef_pos"], dtype=np.float64).tolist() for obs in observations]
+        translations = [seen.action[:3].tolist() for seen in unscored]
+        qualities = self.quality.update([seen.progress for seen in unscored], positions,
+                                        reference_feature(np.array([obs["state"] for obs in observations])),
+                                        translations)
+        for seen, position, translation, quality, value, risk in zip(unscored, positions, translations, qualities,
+                                                                      values, risks):
             obs, action = seen.obs, seen.action
-            position, translation = np.asarray(obs["eef_pos"], dtype=np.float64).tolist(), action[:3].tolist()
-            quality = self.quality.update(seen.progress, position, reference_feature(obs["state"]), translation)
-            value = self._value(obs) if self._value else 1.0
-            risk = self.risk.update(value) if self.risk else 0.0
             tracking = self.tracking.update(position, translation)
             closing = bool(action[6] > 0)
             holding = self.grasp.update(closing, seen.contacts, cfg.contact_threshold)
@@ -170,7 +179,7 @@ class Supervisor:
             risk=self._history["risk"][-1], flags=dict(self.risk.flags) if self.risk else {},
             rollbacks_left=self.config.max_rollbacks - self.rollbacks,
             steps_since_rollback=self._step - self._last_rollback_step, last_rollback_mode=self._last_rollback_mode,
-            history={k: np.array(v) for k, v in self._history.items()},
+            history=History({k: tuple(v) for k, v in self._history.items()}),
         )
 
     def apply(self, mode: Mode) -> Mode:
