@@ -9,3 +9,5 @@
 - ``recovery.learning``: the selector's Gymnasium environment and PPO training.
 - ``recovery.evaluation``, ``recovery.pipelines``, ``recovery.cli``: the application.
 """
+
+import recovery.core.float_paths  # noqa: F401  (first: pins the CPU-dependent float paths before numpy loads)

@@ -1,5 +1,7 @@
 """LIBERO simulation: task lookup, the LIBERO robot backend, the scripted expert."""
 
+import recovery.core.float_paths  # noqa: F401  (first: pins the CPU-dependent float paths before numpy loads)
+
 import os
 
 # Headless rendering; must be set before mujoco / robosuite are first imported.

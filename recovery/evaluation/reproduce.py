@@ -1,8 +1,9 @@
 """Do live episodes reproduce published ones, episode by episode?
 
 Episodes are seeded and deterministic: the same code on the same init state, seed and disturbance
-gives the same outcome, step for step, on any machine of the kind we measured on. A published
-results file is a promise a reader can check; where an episode does not reproduce, say so loudly.
+gives the same outcome, step for step, on any x86-64 machine (``recovery.core.float_paths`` pins
+the kernels that would otherwise follow the CPU). A published results file is a promise a reader
+can check; where an episode does not reproduce, say so loudly.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from critics.references import load_references
+from recovery.core import float_paths
 from recovery.core.decision import UnknownSelectorError
 from recovery.core.errors import RecoveryError
 from recovery.core.loop import LoopConfig, run_episode
@@ -237,6 +238,8 @@ def evaluate(config: EvalConfig, on_record: Callable[[dict], None] | None = None
     from tqdm import tqdm
 
     specs = plan_episodes(config)
+    for problem in float_paths.unpinned():
+        log.warning("episodes may not reproduce on other CPUs: %s", problem)
     # an unknown selector or a bad checkpoint fails here, before any episode
     selector = make_selector(config.recovery, config.suite, config.policy) if config.recovery else None
     settings = json.loads(json.dumps(selector.settings())) if selector else {}  # as a record reads back
