@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 from recovery.core.errors import RecoveryError
-from recovery.supervision.config import ROLLBACKS, SELECTORS, SHIPPED_REFERENCES, RecoveryOptions, SupervisorConfig
+from recovery.supervision.config import (REPAIRS, ROLLBACKS, SELECTORS, SHIPPED_REFERENCES, RecoveryOptions,
+                                         SupervisorConfig)
 from sim.disturbances import DISTURBANCES
 
 EPILOG = """examples:
@@ -38,6 +39,7 @@ def _cmd_tasks(args: argparse.Namespace) -> int:
 def _default_out(args: argparse.Namespace) -> Path:
     policy = args.policy.replace(":", "-").replace(".", "-")
     variant = f"_{args.selector}-{args.rollback}" if args.selector else ""
+    variant += "-repair" if args.selector and args.repair == "policy" else ""
     variant += f"_{args.disturbance}" if args.disturbance != "none" else ""
     return Path("results") / f"{args.suite}_{policy}{variant}_seed{args.seed}.jsonl"
 
@@ -45,7 +47,9 @@ def _default_out(args: argparse.Namespace) -> Path:
 def _recovery_options(args: argparse.Namespace, keep_trace: bool = False):
     if not args.selector:
         return None
-    return RecoveryOptions(selector=args.selector, rollback=args.rollback, references=args.references,
+    return RecoveryOptions(selector=args.selector, rollback=args.rollback, repair=args.repair,
+                           repair_policy=args.repair_policy, repair_policy_options=args.repair_opt,
+                           references=args.references,
                            critic=args.critic, selector_path=args.selector_path, rule_config=args.rule_config,
                            supervisor=SupervisorConfig(max_rollbacks=args.max_rollbacks, keep_trace=keep_trace))
 
@@ -117,18 +121,19 @@ def _add_policy_args(parser: argparse.ArgumentParser, default: str) -> None:
 
 
 def _add_recovery_args(parser: argparse.ArgumentParser, selector_default: str | None,
-                       disturbance_default: str, choose_selector: bool = True) -> None:
-    """The supervisor's settings; ``choose_selector`` False where the selector is the one being trained."""
+                       disturbance_default: str, choose_selector: bool = True, choose_repair: bool = True) -> None:
+    """The supervisor's settings; ``choose_selector`` False where the selector is the one being trained,
+    ``choose_repair`` False where repairs do not run yet (the selector's training environment)."""
     rec = parser.add_argument_group("recovery" + ("" if selector_default else " (the supervisor; off unless "
                                                                             "--selector is given)"))
     if choose_selector:
-        rec.add_argument("--selector", choices=[*SELECTORS, "oracle"], default=selector_default,
+        rec.add_argument("--selector", choices=[*SELECTORS, "oracle", "oracle_repair"], default=selector_default,
                          help="mode selector; 'none' = supervisor that never intervenes (the baseline with "
                          "identical bookkeeping); 'rule' = thresholds on execution quality, its drop and the tracking "
                          "error (calibrated per suite and policy); 'ppo' = a selector "
                          "trained with `recovery train-selector` (see --selector-path); 'oracle' = rolls back once "
                          "right after the disturbance, which it is told of (a simulation-only upper bound on "
-                         "detection)")
+                         "detection); 'oracle_repair' = the same with a REPAIR (collect-repairs runs it)")
         rec.add_argument("--selector-path", type=Path, metavar="FILE",
                          help="the ppo selector's checkpoint (default: the shipped one of the suite)")
         rec.add_argument("--rule-config", type=Path, metavar="FILE",
@@ -137,6 +142,17 @@ def _add_recovery_args(parser: argparse.ArgumentParser, selector_default: str | 
     rec.add_argument("--rollback", choices=ROLLBACKS, default=RecoveryOptions.rollback,
                      help="physical: drive the arm back (what a real arm can do, default); snapshot: restore the "
                      "simulator (simulation-only upper bound)")
+    if choose_repair:
+        rec.add_argument("--repair", choices=REPAIRS, default=RecoveryOptions.repair,
+                         help="policy: a REPAIR (also a RESET, and a RETRY whose target's world a disturbance changed: "
+                         "an object moved, or the hand lost what it held) runs a goal-conditioned repair policy that "
+                         "puts the world back as the remembered state had it, then hands back to the base policy; "
+                         "rollback: every recovery only drives the arm back (default %(default)s)")
+        rec.add_argument("--repair-policy", default=RecoveryOptions.repair_policy,
+                         help="the repair policy: 'repair' = the learned one shipped for the suite (`recovery "
+                         "train-repair` makes your own), or module:Class (default %(default)s)")
+        rec.add_argument("--repair-opt", type=_key_value, action=_KeyValues, default={}, metavar="KEY=VALUE",
+                         help="repair-policy setting, repeatable (e.g. checkpoint=checkpoints/repair/SUITE.pt)")
     rec.add_argument("--references", type=Path, default=SHIPPED_REFERENCES,
                      help="reference trajectories of the global quality metric (default: the shipped ones for "
                      "libero_object / libero_spatial; `recovery build-references` makes your own)")
@@ -201,6 +217,37 @@ def _cmd_train_policy(args: argparse.Namespace) -> int:
     print(f"{out}: {t['train_demos']} train / {t['val_demos']} val demos, {t['samples']} samples, "
           f"{t['epochs']} epochs in {t['minutes']} min on {t['device']}; final {t['final']}")
     print(f"evaluate: recovery eval --suite {args.suite} --policy embedded --policy-opt checkpoint={out}")
+    return 0
+
+
+def _cmd_collect_repairs(args: argparse.Namespace) -> int:
+    from recovery.pipelines.collect_repairs import RepairCollectConfig, collect_repairs
+
+    counts = collect_repairs(RepairCollectConfig(
+        suite=args.suite, tasks=tuple(args.tasks), episodes=args.episodes, disturbances=tuple(args.disturbances),
+        policy=args.policy, seed=args.seed, workers=args.workers, out_dir=args.out, progress=not args.no_progress,
+    ))
+    for name, count in counts.items():
+        print(f"{count:3d} repairs  {name}")
+    print(f"written under {args.out / args.suite}; train: recovery train-repair --suite {args.suite} --repairs {args.out}")
+    return 0
+
+
+def _cmd_train_repair(args: argparse.Namespace) -> int:
+    from recovery.pipelines.train_policy import TrainConfig
+    from recovery.pipelines.train_repair import train_repair
+    from vla_wrappers.embedded.model import NetConfig
+
+    out = args.out or Path("checkpoints") / "repair" / f"{args.suite}.pt"
+    checkpoint = train_repair(TrainConfig(
+        suite=args.suite, demos_dir=args.repairs, out=out, epochs=args.epochs, seed=args.seed, device=args.device,
+        net=NetConfig(horizon=args.horizon, hidden=args.hidden), progress=not args.no_progress,
+    ))
+    t = checkpoint.training
+    print(f"{out}: {t['train_demos']} train / {t['val_demos']} val repairs, {t['samples']} samples, "
+          f"{t['epochs']} epochs in {t['minutes']} min on {t['device']}; final {t['final']}")
+    print(f"evaluate: recovery eval --suite {args.suite} --policy embedded --selector rule --repair policy "
+          f"--repair-opt checkpoint={out}")
     return 0
 
 
@@ -283,7 +330,7 @@ def _cmd_plot_episode(args: argparse.Namespace) -> int:
     config = EvalConfig(suite=args.suite, policy=args.policy, policy_options=args.policy_opt,
                         disturbance=args.disturbance, recovery=_recovery_options(args, keep_trace=True))
     spec = EpisodeSpec(task.suite, task.index, args.init, args.seed, args.policy, selector=args.selector,
-                       disturbance=args.disturbance, rollback=args.rollback)
+                       disturbance=args.disturbance, rollback=args.rollback, repair=args.repair)
     worker = EpisodeWorker(config)
     record = worker.run(spec)
     worker.close()
@@ -427,6 +474,42 @@ def _train_policy_options(tp: argparse.ArgumentParser) -> None:
     tp.add_argument("--no-progress", action="store_true")
 
 
+def _collect_repairs_options(cr: argparse.ArgumentParser) -> None:
+    from recovery.pipelines.collect_repairs import RepairCollectConfig
+
+    cr.add_argument("--suite", required=True)
+    cr.add_argument("--tasks", nargs="*", default=[], help="task indices or names (default: all)")
+    cr.add_argument("--episodes", type=int, default=RepairCollectConfig.episodes,
+                    help="disturbed episodes per task and disturbance (default %(default)s)")
+    cr.add_argument("--disturbances", nargs="+", choices=DISTURBANCES[1:], default=list(RepairCollectConfig.disturbances),
+                    help="default: %(default)s")
+    cr.add_argument("--policy", default=RepairCollectConfig.policy,
+                    help="the base policy whose disturbed episodes are repaired (default %(default)s)")
+    cr.add_argument("--seed", type=int, default=RepairCollectConfig.seed, help="layout seed (default %(default)s)")
+    cr.add_argument("--workers", type=int, default=RepairCollectConfig.workers)
+    cr.add_argument("--out", type=Path, default=RepairCollectConfig.out_dir, help="default %(default)s")
+    cr.add_argument("--no-progress", action="store_true")
+
+
+def _train_repair_options(tr: argparse.ArgumentParser) -> None:
+    from recovery.pipelines.train_policy import TrainConfig
+    from vla_wrappers.embedded.model import NetConfig
+
+    tr.add_argument("--suite", required=True)
+    tr.add_argument("--repairs", type=Path, default=Path("repairs"),
+                    help="repair demonstrations of `recovery collect-repairs` (default %(default)s)")
+    tr.add_argument("--out", type=Path, help="checkpoint path (default checkpoints/repair/SUITE.pt; copy it into "
+                    "vla_wrappers/repair/checkpoints/ to ship it)")
+    tr.add_argument("--epochs", type=int, default=TrainConfig.epochs, help="default %(default)s")
+    tr.add_argument("--horizon", type=int, default=NetConfig.horizon,
+                    help="actions per predicted chunk (default %(default)s)")
+    tr.add_argument("--hidden", type=int, default=NetConfig.hidden, help="MLP width (default %(default)s)")
+    tr.add_argument("--seed", type=int, default=TrainConfig.seed)
+    tr.add_argument("--device", default=TrainConfig.device,
+                    help="cpu, cuda or auto (default %(default)s: CUDA if present)")
+    tr.add_argument("--no-progress", action="store_true")
+
+
 def _build_references_options(br: argparse.ArgumentParser) -> None:
     br.add_argument("--suite", required=True)
     br.add_argument("--demos", type=Path, default=Path("demos"), help="demonstrations directory (default %(default)s)")
@@ -506,7 +589,7 @@ def _train_selector_options(ts: argparse.ArgumentParser) -> None:
     ts.add_argument("--out", type=Path, help="run directory (default selectors/SUITE)")
     ts.add_argument("--no-progress", action="store_true")
     _add_recovery_args(ts, selector_default="ppo", disturbance_default=SelectorEnvConfig.disturbance,
-                       choose_selector=False)
+                       choose_selector=False, choose_repair=False)
 
 
 def _serve_policy_options(sp: argparse.ArgumentParser) -> None:
@@ -572,6 +655,17 @@ COMMANDS = {
                      "train the embedded policy by behaviour cloning on demonstrations",
                      "Behaviour cloning of action chunks (state + privileged object poses + task one-hot -> H x 7 "
                      "actions) from the HDF5 demonstrations of `recovery collect-demos`. CPU in minutes."),
+    "collect-repairs": (_cmd_collect_repairs, _collect_repairs_options,
+                        "record the scripted corrector repairing disturbed episodes (resumable)",
+                        "Run the base policy on sampled layouts (never the evaluation init states) under each "
+                        "disturbance; right after it ends, the privileged scripted corrector repairs toward the target "
+                        "the supervisor's memory gives (pick up what was dropped, set back what was moved, take the "
+                        "arm back over the objects), its execution jittered (DART). Keeps the repairs that reached "
+                        "their target."),
+    "train-repair": (_cmd_train_repair, _train_repair_options, "train the goal-conditioned repair policy",
+                     "Behaviour cloning of the corrector's action chunks from what a robot perceives (the state, the "
+                     "object poses) and the repair target (the remembered grip pose, gripper, object to put back "
+                     "and its place). CPU in minutes."),
     "build-references": (_cmd_build_references, _build_references_options,
                          "reference trajectories for the global quality metric",
                          "Take the successful demonstrations of `recovery collect-demos` (eef position + fingers per "

@@ -41,6 +41,7 @@ class DisturbanceConfig:
     push_speed: float = 0.6  # m/s given to the pushed object
     hold_steps: int = 12  # gripper_open: closed this long counts as holding
     jitter_std: float = 0.1  # action_jitter: std on the 6 arm dimensions (unit action = 5 cm goal shift)
+    dart: bool = False  # jitter every arm action as action_jitter does, on top of this disturbance (training data)
 
     def __post_init__(self) -> None:
         if self.name not in DISTURBANCES:
@@ -92,9 +93,9 @@ class DisturbedBackend(RobotBackend):
             return result
         action = validate_action(command)
         active = self._active(action)
-        if self.config.name == "action_jitter" and self._t >= 0:
+        if (self.config.name == "action_jitter" or self.config.dart) and self._t >= 0:
             action = np.clip(action + np.r_[self.config.jitter_std * self._rng.standard_normal(6), 0.0], -1.0, 1.0)
-        elif active and self.config.name == "action_noise":
+        if active and self.config.name == "action_noise":
             action = np.clip(action + self.config.magnitude * self._rng.standard_normal(7), -1.0, 1.0)
         elif active and self.config.name == "gripper_open":
             action = np.r_[action[:6], GRIPPER_OPEN]

@@ -4,8 +4,9 @@ At the first decision after the burst it asks for one rollback (RETRY: the best 
 ``window`` steps, mostly from before the burst), what a perfect detector would do. The supervisor
 refuses a rollback it has no reproducible target for; the oracle asks again at each decision until
 the pre-burst states leave the RETRY window. Set beside ``rule`` it separates what
-recovery could gain from what the detector finds. Like snapshot rollback it exists only in
-simulation; its records are labelled by its name, ``oracle``.
+recovery could gain from what the detector finds. ``oracle_repair`` asks for a REPAIR instead:
+``recovery collect-repairs`` runs it to record repairs. Like snapshot rollback it exists only in
+simulation; its records are labelled by its name.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from sim.disturbances import DisturbedBackend
 class DisturbanceOracle:
     reads_value = False
 
-    def __init__(self, window: int) -> None:
+    def __init__(self, window: int, mode: Mode = Mode.RETRY) -> None:
         self.window = window  # the supervisor's RETRY horizon: steps after the burst in which pre-burst
         # states are still RETRY targets
+        self.mode = mode  # what it asks for: RETRY, or REPAIR (``oracle_repair``: collecting repair demonstrations)
         self.backend: DisturbedBackend | None = None
 
     def bind(self, backend: DisturbedBackend) -> None:
@@ -32,10 +34,11 @@ class DisturbanceOracle:
         pass
 
     def settings(self) -> dict:
-        return {"simulation_only": "told when the disturbance ended", "window": self.window}
+        settings = {"simulation_only": "told when the disturbance ended", "window": self.window}
+        return settings if self.mode == Mode.RETRY else {**settings, "mode": self.mode.name}
 
     def decide(self, ctx: DecisionContext) -> Mode:
         since = self.backend.steps_since_disturbance
         if since is None or since >= self.window or ctx.last_rollback_mode is not None or ctx.rollbacks_left <= 0:
             return Mode.EXECUTE
-        return Mode.RETRY
+        return self.mode

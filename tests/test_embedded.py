@@ -86,7 +86,7 @@ def test_checkpoint_of_another_format_is_refused(tmp_path):
 
 def test_unknown_instruction_is_refused():
     policy = EmbeddedPolicy(None, EmbeddedConfig(device="cpu"))
-    with pytest.raises(PolicyConfigError, match="no shipped embedded checkpoint|was not trained on"):
+    with pytest.raises(PolicyConfigError, match="no shipped embedded policy checkpoint|was not trained on"):
         policy.reset("juggle three oranges")
 
 

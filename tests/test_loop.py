@@ -99,7 +99,7 @@ def test_a_rollback_is_a_sequence_of_loop_steps_in_its_mode():
     assert all(not isinstance(s.command, JointTarget) for s in log.steps if s.mode == Mode.EXECUTE)
     indices = [s.index for s in rollback]
     assert indices == list(range(16, 16 + len(indices)))  # right after the decision, one period each
-    (decision,) = outcome.extras["trace"]["decisions"]
+    (decision,) = outcome.extras["recoveries"]
     assert decision["reached"] and decision["steps"] == len(rollback) == outcome.extras["recovery_steps"]
     assert outcome.steps == 60  # the budget holds rollback motion too
     assert log.modes() == ["RETRY", "EXECUTE"]
@@ -144,7 +144,7 @@ def test_a_snapshot_rollback_is_one_restore_event_and_no_period():
     assert not any(s.mode == Mode.RETRY for s in log.steps)  # no period ran in the rollback's mode
     assert outcome.steps == 60
     after = log.steps[15]  # the first period after the restore starts from the remembered state
-    target = outcome.extras["trace"]["decisions"][0]["target_step"]
+    target = outcome.extras["recoveries"][0]["target_step"]
     assert after.observation["eef_pos"] == pytest.approx(log.steps[target - 1].result.observation["eef_pos"])
 
 
@@ -183,7 +183,7 @@ def test_while_the_gripper_holds_something_a_rollback_carries_it_and_a_reset_is_
     robot.touching = frozenset({"cube"})
     grippers = Grippers()
     outcome = run_episode(robot, sup, robot.instruction, LoopConfig(max_steps=30), (grippers,))
-    (rollback,) = outcome.extras["trace"]["decisions"]
+    (rollback,) = outcome.extras["recoveries"]
     assert rollback["mode"] == "RETRY" and 0 < rollback["target_step"] < 10  # a state where it held the cube
     assert grippers.commands and set(grippers.commands) == {GRIPPER_CLOSE}  # carried, never dropped
     assert "RESET" not in outcome.extras["modes"]  # a RESET would drop it
@@ -212,7 +212,7 @@ def test_the_rule_rolls_back_after_a_shove_it_sees_in_the_tracking_error():
     rule = RuleSelector(RuleConfig(quality_min=0.0, quality_drop=1.0, tracking_max=0.02))
     log = Log(robot, push_at=22)
     outcome = play(robot, supervisor(robot, rule, UNREACHABLE), max_steps=60, subscribers=(log,))
-    decision = outcome.extras["trace"]["decisions"][0]
+    decision = outcome.extras["recoveries"][0]
     assert decision["mode"] == "RETRY" and 22 < decision["step"] <= 30 and decision["target_step"] <= 22
     quiet = play(robot, supervisor(robot, rule, UNREACHABLE), max_steps=60)
     assert quiet.extras["rollbacks"] == 0  # no shove, no rollback

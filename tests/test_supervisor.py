@@ -54,7 +54,7 @@ def test_none_selector_is_transparent(object_backend):
 def test_physical_retry_returns_to_a_remembered_pose(object_backend):
     supervisor = _supervisor(object_backend, ScriptedSelector({25: Mode.RETRY}), max_rollbacks=1)
     outcome = play(object_backend, supervisor, 1, 7, 280)
-    (decision,) = outcome.extras["trace"]["decisions"]  # step 25: approaching, nothing held yet
+    (decision,) = outcome.extras["recoveries"]  # step 25: approaching, nothing held yet
     assert decision["mode"] == "RETRY" and 25 - 15 <= decision["target_step"] < 25
     assert decision["reached"] and decision["steps"] > 0
     assert outcome.extras["recovery_steps"] == decision["steps"]
@@ -103,7 +103,7 @@ def test_physical_rollback_carries_back_what_the_gripper_holds(object_backend):
     outcome = play(object_backend, supervisor, 1, 7, 280, (grippers,))  # the expert holds the can from ~step 45
     assert outcome.extras["rollbacks"] > 0 and outcome.success
     assert grippers.commands and set(grippers.commands) == {GRIPPER_CLOSE}
-    assert all(d["reached"] and d["step"] - 15 <= d["target_step"] < d["step"] for d in outcome.extras["trace"]["decisions"])
+    assert all(d["reached"] and d["step"] - 15 <= d["target_step"] < d["step"] for d in outcome.extras["recoveries"])
     resets = _supervisor(object_backend, ScriptedSelector({s: Mode.RESET for s in range(50, 70, 5)}))
     outcome = play(object_backend, resets, 1, 7, 280)
     assert outcome.extras["rollbacks"] == 0 and outcome.success
@@ -185,7 +185,7 @@ def test_the_oracle_rolls_back_once_right_after_the_burst(object_backend):
     oracle = DisturbanceOracle(window=SupervisorConfig.retry_horizon)
     oracle.bind(disturbed)
     outcome = play(disturbed, _supervisor(disturbed, oracle), 0, 7, 120)
-    (decision,) = outcome.extras["trace"]["decisions"]
+    (decision,) = outcome.extras["recoveries"]
     burst_end = disturbed.record()["fired_at"] + disturbed.config.duration
     # the first decision after the burst, or, while the closed gripper still counts as holding the can
     # it closed on (recovery.supervision.grasp), the first one after that: within the window, never before the end

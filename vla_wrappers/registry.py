@@ -36,6 +36,7 @@ POLICIES = {
     "expert": "sim.expert_policy:ExpertPolicy",
     "openpi": "vla_wrappers.openpi.client:OpenPIClientPolicy",
     "openvla": "vla_wrappers.openvla.policy:OpenVLAPolicy",
+    "repair": "vla_wrappers.repair.policy:RepairPolicy",  # a repair policy: reads obs["repair_target"]
     "zero": "vla_wrappers.registry:ZeroPolicy",
 }
 

@@ -43,13 +43,13 @@ def _quat_rows(q: np.ndarray) -> list[list[float]]:
     ]
 
 
-def _rot6d(rows: list[list[float]]) -> list[float]:
+def rot6d(rows: list[list[float]]) -> list[float]:
     """The first two columns of a rotation matrix given as rows."""
     return [row[col] for col in (0, 1) for row in rows]
 
 
 def _quat_rot6d(q: np.ndarray) -> list[float]:
-    """``_rot6d(_quat_rows(q))`` for a float64 quaternion, to the bit, at a third less per object and
+    """``rot6d(_quat_rows(q))`` for a float64 quaternion, to the bit, at a third less per object and
     step: the norm without np.linalg.norm's checks, and no rows built."""
     norm = max(math.sqrt(q @ q), 1e-12)
     x, y, z, w = (c / norm for c in q.tolist())
@@ -75,7 +75,7 @@ class FeatureLayout:
         """``state``: the standard 8-D state; ``object_poses``: name -> (7,) pos + xyzw quaternion.
         Gathered as one list of floats (a numpy call per piece costs more than its arithmetic)."""
         ex, ey, ez = eef = state[:3].tolist()
-        values = [*eef, *_rot6d(axis_angle_to_matrix(state[3:6]).tolist()), *state[6:8].tolist()]
+        values = [*eef, *rot6d(axis_angle_to_matrix(state[3:6]).tolist()), *state[6:8].tolist()]
         for name in self.object_names:
             pose = object_poses.get(name)
             if pose is None:

@@ -4,6 +4,7 @@ policy alone, or a supervisor around it) and the selector, the simulation-only o
 from __future__ import annotations
 
 from recovery.core.decision import Selector
+from recovery.core.modes import Mode
 from recovery.core.robot import RobotBackend
 from recovery.evaluation.results import EpisodeSpec
 from recovery.supervision import build
@@ -15,19 +16,22 @@ from sim.oracle import DisturbanceOracle
 from sim.tasks import resolve_task
 from vla_wrappers.broker import ChunkBroker
 
-SELECTORS = (*build.SELECTORS, "oracle")  # the oracle is told when the simulated disturbance ended
+# the oracles are told when the simulated disturbance ended
+ORACLES = {"oracle": Mode.RETRY, "oracle_repair": Mode.REPAIR}
+SELECTORS = (*build.SELECTORS, *ORACLES)
 
 
-def build_backend(spec: EpisodeSpec, camera_size: int | None, disturbance: str) -> RobotBackend:
+def build_backend(spec: EpisodeSpec, camera_size: int | None, disturbance: str, dart: bool = False) -> RobotBackend:
+    """``dart``: jitter every executed arm action as well (collecting training data, ``sim.disturbances``)."""
     backend = LiberoBackend(resolve_task(spec.suite, spec.task), LiberoConfig(camera_size=camera_size))
-    if disturbance != "none":
-        return DisturbedBackend(backend, DisturbanceConfig(name=disturbance), spec.task)
+    if disturbance != "none" or dart:
+        return DisturbedBackend(backend, DisturbanceConfig(name=disturbance, dart=dart), spec.task)
     return backend
 
 
 def make_selector(options: RecoveryOptions, suite: str, policy: str) -> Selector:
-    if options.selector == "oracle":
-        return DisturbanceOracle(window=options.supervisor.retry_horizon)
+    if options.selector in ORACLES:
+        return DisturbanceOracle(window=options.supervisor.retry_horizon, mode=ORACLES[options.selector])
     return build.make_selector(options, suite, policy)
 
 

@@ -29,7 +29,7 @@ def plot_episode(record: dict, out: Path) -> Path:
         start = disturbance["fired_at"]
         ax.axvspan(start, start + disturbance["duration"], color="red", alpha=0.15,
                    label=f"disturbance: {disturbance['name']}")
-    for decision in trace["decisions"]:
+    for decision in record["recovery"]["recoveries"]:
         ax.axvline(decision["step"], color="black", linestyle="--", linewidth=1)
         ax.annotate(f"{decision['mode']}→{decision['target_step']}", (decision["step"], 1.02),
                     fontsize=8, rotation=90, va="bottom")

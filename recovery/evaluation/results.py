@@ -31,6 +31,7 @@ class EpisodeSpec:
     selector: str = "off"  # "off": the policy alone, no supervisor
     disturbance: str = "none"
     rollback: str = "physical"
+    repair: str = "rollback"  # "policy": recoveries that must restore the world run a repair policy
 
     def key(self) -> tuple:
         return tuple(asdict(self).values())
@@ -41,7 +42,7 @@ class EpisodeSpec:
 
     def simulator_key(self) -> tuple:
         """Episodes with the same key can share one simulator and agent (they differ in layout only)."""
-        return self.suite, self.task, self.policy, self.selector, self.disturbance, self.rollback
+        return self.suite, self.task, self.policy, self.selector, self.disturbance, self.rollback, self.repair
 
     @property
     def init_index(self) -> int | None:
@@ -53,6 +54,7 @@ class EpisodeSpec:
         policy = "".join(c if c.isalnum() or c in "-_" else "-" for c in self.policy)
         layout = "sampled" if self.init == SAMPLED_LAYOUT else f"i{self.init:02d}"
         variant = "" if self.selector == "off" else f"_{self.selector}-{self.rollback}"
+        variant += "-repair" if self.repair == "policy" else ""
         variant += "" if self.disturbance == "none" else f"_{self.disturbance}"
         return f"{self.suite}_t{self.task:02d}_{layout}_s{self.seed}_{policy}{variant}"
 

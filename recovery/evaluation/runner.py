@@ -27,6 +27,7 @@ from recovery.evaluation.world import WorldWatch
 from recovery.ray_cluster import connect
 from recovery.supervision.build import critic_path
 from recovery.supervision.config import RecoveryOptions
+from recovery.supervision.supervisor import Supervisor
 from sim.disturbances import DisturbanceConfig
 from sim.tasks import resolve_task, resolve_tasks
 from vla_wrappers.broker import ChunkBroker
@@ -60,6 +61,7 @@ class EvalConfig:
     record_world: bool = False  # the objects around each rollback (recovery.evaluation.world) as "world"
     recovery: RecoveryOptions | None = None  # None: the policy alone, no supervisor
     disturbance: str = "none"
+    dart: bool = False  # also jitter every executed arm action (training data: recorded labels stay clean)
     progress: bool = True
     ray_address: str | None = None  # shard episodes over a Ray cluster ("local", "auto", HOST:PORT)
 
@@ -73,9 +75,9 @@ def plan_episodes(config: EvalConfig) -> list[EpisodeSpec]:
     policy_class(config.policy)  # an unknown policy fails here, not once per episode
     DisturbanceConfig(name=config.disturbance)  # and so does an unknown disturbance
     recovery = config.recovery
-    if recovery and recovery.selector == "oracle" and config.disturbance == "none":
+    if recovery and recovery.selector.startswith("oracle") and config.disturbance == "none":
         raise UnknownSelectorError("the oracle selector is told when the disturbance ended: it needs --disturbance")
-    variant = {"selector": recovery.selector, "rollback": recovery.rollback} if recovery else {}
+    variant = {"selector": recovery.selector, "rollback": recovery.rollback, "repair": recovery.repair} if recovery else {}
     specs = []
     for task in resolve_tasks(config.suite, list(config.tasks)):
         if recovery:
@@ -119,7 +121,8 @@ class EpisodeWorker:
             start = time.perf_counter()  # the episode itself, not building the simulator
             backend.reset(spec.init_index, spec.seed)
             subscribers = [VideoRecorder(self.config.video_dir / spec.slug)] if self.config.video_dir else []
-            recorder = TrajectoryRecorder(backend.flat_state) if self.config.record_trajectories else None
+            repair_goal = (lambda: agent.repair_goal) if isinstance(agent, Supervisor) else None
+            recorder = TrajectoryRecorder(backend.flat_state, repair_goal) if self.config.record_trajectories else None
             subscribers += [recorder] if recorder else []
             world = WorldWatch() if self.config.record_world else None
             subscribers += [world] if world else []
@@ -148,7 +151,7 @@ class EpisodeWorker:
             needs_images = (policy_class(spec.policy).needs_images or self.config.video_dir is not None
                             or self.config.record_images)
             self._backend = build_backend(spec, self.config.camera_size if needs_images else None,
-                                          self.config.disturbance)
+                                          self.config.disturbance, self.config.dart)
             broker = ChunkBroker(make_policy(spec.policy, self._backend, self.config.policy_options),
                                  self.config.replan_every)
             recovery = self.config.recovery
@@ -232,6 +235,14 @@ def _execute(specs: list[EpisodeSpec], config: EvalConfig) -> Iterator[dict]:
             child.terminate()
 
 
+def _settings(selector, options: RecoveryOptions) -> dict:
+    """What makes two runs of a variant the same experiment: the selector's settings and the repair policy."""
+    if options.repair != "policy":
+        return selector.settings()
+    return {**selector.settings(), "repair_policy": options.repair_policy, **{
+        f"repair_policy.{key}": value for key, value in sorted(options.repair_policy_options.items())}}
+
+
 def evaluate(config: EvalConfig, on_record: Callable[[dict], None] | None = None) -> list[dict]:
     """Run every planned episode not already in ``config.out``; return all of this plan's records.
     ``on_record`` sees each new record (with its trajectory, if recorded) before it is saved."""
@@ -242,7 +253,7 @@ def evaluate(config: EvalConfig, on_record: Callable[[dict], None] | None = None
         log.warning("episodes may not reproduce on other CPUs: %s", problem)
     # an unknown selector or a bad checkpoint fails here, before any episode
     selector = make_selector(config.recovery, config.suite, config.policy) if config.recovery else None
-    settings = json.loads(json.dumps(selector.settings())) if selector else {}  # as a record reads back
+    settings = json.loads(json.dumps(_settings(selector, config.recovery))) if selector else {}  # as a record reads back
     if config.ray_address:
         connect(config.ray_address, num_cpus=config.workers)  # an unreachable cluster fails before anything runs
     store = ResultsFile(config.out)

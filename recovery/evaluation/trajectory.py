@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from recovery.core.loop import EpisodeOutcome, Step, Subscriber
 from recovery.core.robot import JointTarget, Observation
+from recovery.supervision.repair import RepairTarget
 
 IMAGE_KEYS = ("agentview_image", "wrist_image")
 PROPRIO_KEYS = ("state", "eef_pos", "eef_quat", "gripper_qpos", "joint_pos")
@@ -13,21 +16,31 @@ PROPRIO_KEYS = ("state", "eef_pos", "eef_quat", "gripper_qpos", "joint_pos")
 
 class TrajectoryRecorder(Subscriber):
     """Episode subscriber: pairs each observation with the action taken from it, for the steps the
-    policy (or a hold) commanded; rollback motion, a joint-space command, is left out. ``sim_state``
-    (optional) returns the backend's replayable simulator state at the moment of the observation."""
+    policy (or a hold, or a repair policy) commanded; rollback motion, a joint-space command, is left
+    out. ``sim_state`` (optional) returns the backend's replayable simulator state at the moment of
+    the observation; ``repair_goal`` (optional) the target of the repair under way, if any
+    (``Supervisor.repair_goal``): the steps of each repair are listed with it in ``repairs``."""
 
-    def __init__(self, sim_state=None):
-        self._sim_state = sim_state
+    def __init__(self, sim_state=None, repair_goal: Callable[[], RepairTarget | None] | None = None):
+        self._sim_state, self._repair_goal = sim_state, repair_goal
         self._steps: list[tuple[Observation, np.ndarray, np.ndarray | None]] = []
         self._state: np.ndarray | None = None
         self.success = False
 
     def on_episode_start(self, obs: Observation) -> None:
         self._steps, self.success = [], False
+        self.repairs: list[dict] = []  # per repair: its goal (RepairTarget.observation()), first and end step index
+        self._last_goal: RepairTarget | None = None
         self._state = self._sim_state() if self._sim_state else None
 
     def on_step(self, step: Step) -> None:
         if not isinstance(step.command, JointTarget):
+            goal = self._repair_goal() if self._repair_goal else None
+            if goal is not None and goal is not self._last_goal:  # a repair begins
+                self.repairs.append({"goal": goal.observation(), "start": len(self._steps)})
+            if goal is not None:
+                self.repairs[-1]["end"] = len(self._steps) + 1
+            self._last_goal = goal
             self._steps.append((step.observation, np.asarray(step.command, dtype=np.float64), self._state))
         self._state = self._sim_state() if self._sim_state else None
 
@@ -49,4 +62,6 @@ class TrajectoryRecorder(Subscriber):
         out["object_poses"] = np.array([[o["object_poses"][n] for n in names] for o in observations])
         if self._sim_state:
             out["sim_states"] = np.array([s for _, _, s in self._steps])
+        if self._repair_goal:
+            out["repairs"] = self.repairs
         return out

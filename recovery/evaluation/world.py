@@ -10,13 +10,11 @@ change m].
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from recovery.core.features import quat_xyzw_to_matrix
 from recovery.core.loop import EpisodeOutcome, Step, Subscriber
 from recovery.core.robot import JointTarget, Observation
+from recovery.supervision.repair import pose_change
 
 LISTED = (0.005, 0.05)  # m, rad: smaller differences are left out of the record
 
@@ -29,12 +27,9 @@ def object_changes(before: Poses, after: Poses) -> dict[str, list[float]]:
     for name, pose in after.items():
         if name not in before:
             continue
-        offset = pose[:3] - before[name][:3]
-        up_before, up_after = quat_xyzw_to_matrix(before[name][3:7])[:, 2], quat_xyzw_to_matrix(pose[3:7])[:, 2]
-        tilt = math.acos(float(np.clip(up_before @ up_after, -1.0, 1.0)))
-        displacement = float(np.linalg.norm(offset))
+        displacement, tilt = pose_change(before[name], pose)
         if displacement > LISTED[0] or tilt > LISTED[1]:
-            out[name] = [round(displacement, 4), round(tilt, 4), round(float(offset[2]), 4)]
+            out[name] = [round(displacement, 4), round(tilt, 4), round(float(pose[2] - before[name][2]), 4)]
     return out
 
 
@@ -69,7 +64,8 @@ class WorldWatch(Subscriber):
                     for name, pose in self._by_policy_step[target].items()} if between else {}
             self._rollbacks.append({"target_step": target, "decision_step": len(self._by_policy_step),
                                     "rose": {k: v for k, v in rose.items() if v > LISTED[0]},
-                                    "fingers": [self._fingers[target]]})
+                                    "fingers": [self._fingers[target]], **({"repair": event["repair"]}
+                                                                          if "repair" in event else {})})
             self._awaiting.append("at_decision")
         elif event["event"] == "rollback_end":
             self._rollbacks[-1].update(reached=event["reached"], periods=event["steps"])

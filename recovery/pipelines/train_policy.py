@@ -1,4 +1,5 @@
-"""``recovery train-policy``: behaviour cloning of action chunks from the expert's demonstrations."""
+"""``recovery train-policy``: behaviour cloning of action chunks from the expert's demonstrations
+(``fit_chunk_net`` also clones the repair policy, ``recovery.pipelines.train_repair``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import logging
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 import torch
@@ -14,7 +16,7 @@ from recovery.core.features import PROPRIO_SIZE, SLOT_SIZE, FeatureLayout
 from sim.demos import Demo, load_demos
 from sim.tasks import resolve_tasks
 from vla_wrappers.base import resolve_device
-from vla_wrappers.embedded.model import Checkpoint, ChunkMLP, NetConfig
+from vla_wrappers.embedded.model import EMBEDDED, Checkpoint, ChunkMLP, NetConfig
 
 log = logging.getLogger(__name__)
 
@@ -42,18 +44,33 @@ def chunk_targets(actions: np.ndarray, horizon: int) -> np.ndarray:
     return actions[idx]
 
 
-def build_dataset(demos: list[Demo], layout: FeatureLayout, horizon: int) -> tuple[np.ndarray, np.ndarray]:
+Featurize = Callable[[FeatureLayout, Any, int, int], np.ndarray]  # (layout, demo, task id, step) -> features
+
+
+def _base_features(layout: FeatureLayout, demo: Demo, task_id: int, t: int) -> np.ndarray:
+    return layout.featurize(demo.state[t], dict(zip(demo.object_names, demo.object_poses[t])), task_id)
+
+
+def build_dataset(demos: list, layout: FeatureLayout, horizon: int,
+                  featurize: Featurize = _base_features) -> tuple[np.ndarray, np.ndarray]:
+    """``demos``: anything with ``instruction``, ``actions``, ``state``, ``object_names`` and
+    ``object_poses`` (a demonstration, a repair demonstration)."""
     features, targets = [], []
     for demo in demos:
         task_id = layout.task_id(demo.instruction)
-        for t in range(len(demo.actions)):
-            poses = dict(zip(demo.object_names, demo.object_poses[t]))
-            features.append(layout.featurize(demo.state[t], poses, task_id))
+        features += [featurize(layout, demo, task_id, t) for t in range(len(demo.actions))]
         targets.append(chunk_targets(demo.actions, horizon))
     return np.stack(features), np.concatenate(targets).astype(np.float32)
 
 
 def train(config: TrainConfig) -> Checkpoint:
+    """The embedded policy from the expert's demonstrations."""
+    return fit_chunk_net(config, load_demos(config.demos_dir, config.suite), EMBEDDED, _base_features)
+
+
+def fit_chunk_net(config: TrainConfig, demos: list, kind: str, featurize: Featurize) -> Checkpoint:
+    """Behaviour cloning of action chunks: whole demonstrations held out for validation, Gaussian
+    noise on the state features (proprio and object slots), AdamW with a cosine schedule."""
     from tqdm import tqdm
 
     start = time.perf_counter()
@@ -61,28 +78,28 @@ def train(config: TrainConfig) -> Checkpoint:
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     device = resolve_device(config.device)
-    demos = load_demos(config.demos_dir, config.suite)
     instructions = tuple(t.instruction for t in resolve_tasks(config.suite, None))
     layout = FeatureLayout(tuple(sorted({n for d in demos for n in d.object_names})), instructions)
 
     order = rng.permutation(len(demos))
     n_val = max(1, int(len(demos) * config.val_fraction)) if len(demos) > 1 else 0
     val_demos, train_demos = [demos[i] for i in order[:n_val]], [demos[i] for i in order[n_val:]]
-    x_train, y_train = build_dataset(train_demos, layout, config.net.horizon)
-    net = ChunkMLP(layout.size, config.net)
+    x_train, y_train = build_dataset(train_demos, layout, config.net.horizon, featurize)
+    size = x_train.shape[1]
+    net = ChunkMLP(size, config.net)
     net.feat_mean.copy_(torch.from_numpy(x_train.mean(0)))
     net.feat_std.copy_(torch.from_numpy(np.maximum(x_train.std(0), 1e-3)))
     net.to(device)
-    noise_mask = torch.zeros(layout.size, device=device)
+    noise_mask = torch.zeros(size, device=device)
     noise_mask[: PROPRIO_SIZE + SLOT_SIZE * len(layout.object_names)] = 1.0
 
     x_t, y_t = torch.from_numpy(x_train).to(device), torch.from_numpy(y_train).to(device)
     optimiser = torch.optim.AdamW(net.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     steps_per_epoch = max(1, len(x_t) // config.batch_size)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimiser, config.epochs * steps_per_epoch)
-    val = build_dataset(val_demos, layout, config.net.horizon) if val_demos else None
+    val = build_dataset(val_demos, layout, config.net.horizon, featurize) if val_demos else None
     history = []
-    for epoch in tqdm(range(config.epochs), desc=f"train {config.suite}", disable=not config.progress):
+    for epoch in tqdm(range(config.epochs), desc=f"train {config.suite} {kind}", disable=not config.progress):
         net.train()
         perm = torch.randperm(len(x_t), device=device)
         total = 0.0
@@ -102,7 +119,7 @@ def train(config: TrainConfig) -> Checkpoint:
         "samples": len(x_train), "epochs": config.epochs, "seed": config.seed, "device": device,
         "minutes": round(minutes, 2), "final": history[-1], "config": {k: str(v) for k, v in asdict(config).items()},
     }
-    checkpoint = Checkpoint(layout, net.cpu().eval(), config.suite, training)
+    checkpoint = Checkpoint(layout, net.cpu().eval(), config.suite, training, kind)
     checkpoint.save(config.out)
     return checkpoint
 

@@ -23,6 +23,7 @@ from recovery.supervision.ppo import PPOSelector, shipped_selector
 from recovery.supervision.selectors import NoneSelector, RuleConfig, RuleSelector
 from recovery.supervision.supervisor import Supervisor
 from vla_wrappers.broker import ChunkBroker
+from vla_wrappers.registry import make_policy
 
 
 class RuleConfigError(RecoveryError, ValueError):
@@ -78,8 +79,10 @@ def build_supervisor(backend: RobotBackend, broker: ChunkBroker, suite: str, tas
     path = critic_path(options, suite) if selector.reads_value or options.supervisor.keep_trace else None
     critic = ValueCritic.load(path) if path else None
     config = replace(options.supervisor, rollback=replace(options.supervisor.rollback, kind=options.rollback))
+    repair = ChunkBroker(make_policy(options.repair_policy, backend, options.repair_policy_options),
+                         config.repair.replan_every) if options.repair == "policy" else None
     return Supervisor(
         backend, broker, selector, QualityMonitor(references),
         value_fn=critic.value_fn if critic else None,
-        risk=RiskMonitor(critic.risk_head if critic else None), config=config,
+        risk=RiskMonitor(critic.risk_head if critic else None), config=config, repair=repair,
     )

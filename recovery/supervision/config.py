@@ -8,6 +8,7 @@ from pathlib import Path
 from recovery.core.shipped import shipped
 
 ROLLBACKS = ("physical", "snapshot")
+REPAIRS = ("rollback", "policy")
 SELECTORS = ("none", "rule", "ppo")  # the evaluation adds the simulation-only "oracle"
 SHIPPED_REFERENCES = shipped("critics", "references")  # libero_object / libero_spatial, from the expert's demos
 SHIPPED_CRITICS = shipped("critics", "checkpoints")  # value critics and calibrated rule thresholds
@@ -26,6 +27,20 @@ class RollbackConfig:
 
 
 @dataclass(frozen=True)
+class RepairConfig:
+    """A repair policy's budget and what counts as repaired (``recovery.supervision.repair``)."""
+
+    max_steps: int = 150  # control periods one repair may take (a re-grasp and a place take ~100)
+    replan_every: int = 2  # the repair policy's chunks are re-planned this often
+    placed: float = 0.02  # m: an object this close to its place in the target is back (and displaced beyond it)
+    tipped: float = 0.35  # rad (20 degrees): an object tilted more than this against the target lies knocked over
+    held: float = 0.06  # m: an object whose origin is this close to the grip point is in the hand
+    arm_pos_tol: float = 0.01  # m and rad: the arm is back at the target's grip pose
+    arm_rot_tol: float = 0.1
+    opened: float = 0.01  # m: with an empty hand the target's finger opening is met to within this
+
+
+@dataclass(frozen=True)
 class SupervisorConfig:
     decision_every: int = 5  # k
     retry_horizon: int = 15  # RETRY: best quality within the last 15 steps
@@ -35,6 +50,7 @@ class SupervisorConfig:
     max_rollbacks: int = 3  # per-episode recovery budget
     history: int = 20  # steps of history in each DecisionContext (the learned selector's view)
     rollback: RollbackConfig = field(default_factory=RollbackConfig)
+    repair: RepairConfig = field(default_factory=RepairConfig)  # with a repair policy (RecoveryOptions.repair)
     keep_trace: bool = False  # per-step traces in the summary (for plots)
 
 
@@ -44,8 +60,19 @@ class RecoveryOptions:
 
     selector: str = "rule"
     rollback: str = RollbackConfig.kind
+    # "policy": a REPAIR (and a RESET, and a RETRY whose target's world the disturbance changed) runs the repair
+    # policy (recovery.supervision.repair); "rollback": every recovery is a rollback
+    repair: str = "rollback"
+    repair_policy: str = "repair"  # the registered repair policy (the shipped one of the suite), or module:Class
+    repair_policy_options: dict[str, str] = field(default_factory=dict)
     references: Path = SHIPPED_REFERENCES  # `recovery build-references` writes your own
     critic: Path | None = None  # None: the shipped critic of the suite, if any
     selector_path: Path | None = None  # the ppo selector's checkpoint; None: the shipped one of the suite
     rule_config: Path | None = None  # the rule's thresholds; None: the shipped calibration of suite and policy, if any
     supervisor: SupervisorConfig = field(default_factory=SupervisorConfig)
+
+    def __post_init__(self) -> None:
+        if self.repair not in REPAIRS:
+            raise ValueError(f"unknown repair {self.repair!r}; valid: {', '.join(REPAIRS)}")
+        if self.repair == "policy" and self.rollback != "physical":
+            raise ValueError("a repair policy restores the world physically: it runs with the physical rollback")

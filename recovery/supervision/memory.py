@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from recovery.core.robot import EefPose
+from recovery.core.robot import EefPose, Observation
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,8 @@ class NominalState:
     progress: int = 0  # task progress in steps (rewound by rollbacks); the global metric's clock
     holding: bool = False  # the gripper held something here
     closing: bool = False  # the gripper was commanded closed here (its fingers were closing or closed)
+    observation: Observation | None = None  # what the robot saw here, object poses included where it perceives
+    # them: the world a repair puts back (``recovery.supervision.repair``)
 
 
 class NominalMemory:
@@ -67,3 +69,8 @@ class NominalMemory:
         carrying what the gripper holds now, only states where the gripper held something."""
         return self._best(now, horizon, score,
                           (lambda s: s.holding) if carrying else (lambda s: s.contact_free and not s.closing))
+
+    def best_repairable(self, now: int, horizon: int, score: str = "quality") -> NominalState | None:
+        """The best state a repair can bring back (``recovery.supervision.repair``): it re-grasps what
+        the gripper held there, so holding states qualify too; a gripper caught closing does not."""
+        return self._best(now, horizon, score, lambda s: s.holding or not s.closing)

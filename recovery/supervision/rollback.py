@@ -10,7 +10,7 @@ Neither steps the robot: each returns what the episode loop executes next.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -35,6 +35,7 @@ class RollbackResult:
     pos_error: float
     rot_error: float
     refused: str | None = None  # why the backend would not move (limits); nothing was commanded
+    details: dict = field(default_factory=dict)  # what else the results record shows of it (a repair's focus)
 
 
 class Rollback(Protocol):

@@ -26,6 +26,7 @@ from recovery.core.robot import ContactInfo, EefPose, Observation, RobotBackend
 from recovery.supervision.config import SupervisorConfig
 from recovery.supervision.grasp import GraspMonitor
 from recovery.supervision.memory import NominalMemory, NominalState
+from recovery.supervision.repair import PolicyRepair, RepairTarget, repair_target
 from recovery.supervision.rollback import Rollback, start_rollback
 from vla_wrappers.broker import ChunkBroker
 
@@ -47,10 +48,14 @@ class _Observed(NamedTuple):
 class Supervisor:
     def __init__(self, backend: RobotBackend, broker: ChunkBroker, selector: Selector, quality: QualityMonitor,
                  value_fn: Callable[[str], ValueFn] | None = None, risk: RiskMonitor | None = None,
-                 config: SupervisorConfig = SupervisorConfig()):
+                 config: SupervisorConfig = SupervisorConfig(), repair: ChunkBroker | None = None):
+        """``repair``: the repair policy's broker; with one, REPAIR and RESET run it, and so does a RETRY
+        whose target's world differs from the current one (``recovery.supervision.repair``)."""
         if config.rollback.kind == "snapshot" and not backend.supports_snapshot:
             raise ValueError(f"{type(backend).__name__} cannot snapshot: use the physical rollback")
-        self.backend, self.broker, self.selector = backend, broker, selector
+        if repair is not None and config.rollback.kind != "physical":
+            raise ValueError("a repair policy restores the world physically: it runs with the physical rollback")
+        self.backend, self.broker, self.selector, self.repair = backend, broker, selector, repair
         self.quality, self.risk, self.config = quality, risk, config
         self._value_for_task = value_fn
         self.memory = NominalMemory(capacity=max(config.repair_horizon, config.retry_horizon) + 2)
@@ -62,6 +67,7 @@ class Supervisor:
         return self.broker.inferences
 
     def reset(self, instruction: str) -> None:
+        self._instruction = instruction
         self.broker.reset(instruction)
         self.selector.reset()
         self.quality.reset()
@@ -82,7 +88,8 @@ class Supervisor:
         self._modes: Counter[str] = Counter()
         self._history: dict[str, deque] = {k: deque(maxlen=self.config.history)
                                             for k in ("state", "action", "quality", "value", "risk", "tracking")}
-        self._trace: dict[str, list] = {k: [] for k in ("quality", "value", "risk", "tracking", "decisions")}
+        self._trace: dict[str, list] = {k: [] for k in ("quality", "value", "risk", "tracking")}
+        self._recoveries: list[dict] = []  # each finished rollback or repair: when, to where, how long, reached
         self._unscored: list[_Observed] = []
 
     # --- the Agent contract --------------------------------------------------------------------
@@ -116,11 +123,19 @@ class Supervisor:
 
     def close(self) -> None:
         self.broker.close()
+        if self.repair is not None:
+            self.repair.close()
+
+    @property
+    def repair_goal(self) -> RepairTarget | None:
+        """What the repair under way steers toward (None when none is): for recording repair demonstrations."""
+        return self._rollback.goal if isinstance(self._rollback, PolicyRepair) else None
 
     def summary(self) -> dict:
         self._score()
         out = {"modes": dict(self._modes), "rollbacks": self.rollbacks, "failed_rollbacks": self.failed_rollbacks,
-               "recovery_steps": self.recovery_steps, "rollback": self.config.rollback.kind}
+               "recovery_steps": self.recovery_steps, "rollback": self.config.rollback.kind,
+               "recoveries": self._recoveries}
         if self.config.rollback.kind == "snapshot":
             out["note"] = "snapshot rollback: simulation-only upper bound"
         if self.config.keep_trace:
@@ -162,7 +177,8 @@ class Supervisor:
             holding = self.grasp.update(closing, seen.contacts, cfg.contact_threshold)
             contact_free = seen.contacts.is_free(cfg.contact_threshold) and not holding
             self.memory.add(NominalState(seen.step, seen.pose, np.array(obs["joint_pos"], dtype=np.float64),
-                                         quality, value, contact_free, seen.snapshot, seen.progress, holding, closing))
+                                         quality, value, contact_free, seen.snapshot, seen.progress, holding, closing,
+                                         obs))
             for key, item in (("state", obs["state"]), ("action", action), ("quality", quality), ("value", value),
                               ("risk", risk), ("tracking", tracking)):
                 self._history[key].append(item)
@@ -186,10 +202,16 @@ class Supervisor:
         """Admit the selector's ``mode`` and switch to it; returns the mode that runs. A rollback past
         the episode's budget, or one without a state it can reproduce (a physical RESET while the
         gripper holds something would drop it), becomes EXECUTE: whatever the selector, learned or
-        not, asked for."""
+        not, asked for. With a repair policy, a RETRY whose target's world is not the current one (an
+        object moved, or the hand lost what it held there) becomes a REPAIR: moving the arm back
+        would not restore it."""
         self._next_target = None
         if mode.is_rollback and self.rollbacks < self.config.max_rollbacks:
             self._next_target = self._target(mode)
+            if mode == Mode.RETRY and self.repair is not None and self._next_target is not None \
+                    and repair_target(self.memory.latest.observation, self._next_target, self.grasp.holding,
+                                      self.config.repair).focus is not None:
+                mode, self._next_target = Mode.REPAIR, self._target(Mode.REPAIR)
         if mode.is_rollback and self._next_target is None:
             mode = Mode.EXECUTE
         self.applied_mode = mode
@@ -207,7 +229,14 @@ class Supervisor:
 
     def _start_rollback(self, mode: Mode, obs: Observation, event: dict) -> Control:
         target = self._next_target
-        self._rollback, self._rollback_mode = start_rollback(target, self.config.rollback, self.backend), mode
+        if self.repair is not None and mode in (Mode.REPAIR, Mode.RESET):
+            goal = repair_target(obs, target, self.grasp.holding, self.config.repair)
+            self.repair.reset(self._instruction)
+            self._rollback = PolicyRepair(target, goal, self.repair, self.config.repair)
+            event = {**event, "repair": goal.focus or "arm"}
+        else:
+            self._rollback = start_rollback(target, self.config.rollback, self.backend)
+        self._rollback_mode = mode
         return self._continue_rollback(obs, ({**event, "target_step": target.step, "goal": target.joints.tolist()},))
 
     def _continue_rollback(self, obs: Observation, events: tuple[dict, ...] = ()) -> Control:
@@ -232,11 +261,10 @@ class Supervisor:
         self._history["tracking"].clear()
         self._mode = Mode.EXECUTE
         record = {"step": self._step, "mode": mode.name, "target_step": target.step, "reached": result.reached,
-                  "steps": result.steps}
+                  "steps": result.steps, **result.details}
         if result.refused:
             record["refused"] = result.refused
-        if self.config.keep_trace:
-            self._trace["decisions"].append(record)
+        self._recoveries.append(record)
         return {"event": "rollback_end", **record, "pos_error": result.pos_error, "rot_error": result.rot_error}
 
     def _target(self, mode: Mode) -> NominalState | None:
@@ -244,9 +272,14 @@ class Supervisor:
         of the last ``repair_horizon``; RESET: the episode's start. A physical rollback takes only
         states it can reproduce (``NominalMemory.best_physical``): while the gripper holds
         something, it carries it back to a state where it held it (None when there is none, or for
-        a RESET); otherwise it falls back to the start when the window has no free state."""
+        a RESET); otherwise it falls back to the start when the window has no free state. With an
+        empty hand, a repair policy's REPAIR takes any state it can bring back, holding ones included
+        (``NominalMemory.best_repairable``)."""
         cfg, memory = self.config, self.memory
         carrying = cfg.rollback.kind == "physical" and self.grasp.holding
+        if self.repair is not None and mode in (Mode.REPAIR, Mode.RESET) and not carrying:
+            return memory.start if mode == Mode.RESET else \
+                memory.best_repairable(self._step, cfg.repair_horizon) or memory.start
         if mode == Mode.RESET:
             return None if carrying else memory.start
         horizon = cfg.retry_horizon if mode == Mode.RETRY else cfg.repair_horizon

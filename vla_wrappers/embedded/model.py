@@ -12,8 +12,9 @@ from recovery.core.features import FeatureLayout
 from recovery.core.files import written_atomically
 from vla_wrappers.base import PolicyConfigError
 
-CHECKPOINT_FORMAT = "agentic-recovery/embedded-policy"
 CHECKPOINT_VERSION = 1
+EMBEDDED = "embedded-policy"  # the kinds of network this format holds: a base policy ...
+REPAIR = "repair-policy"  # ... or a repair policy (vla_wrappers.repair), whose input adds the repair target
 
 
 @dataclass(frozen=True)
@@ -44,31 +45,36 @@ class ChunkMLP(nn.Module):
 
 @dataclass(frozen=True)
 class Checkpoint:
-    layout: FeatureLayout
+    layout: FeatureLayout  # the object slots and tasks (a repair network's input extends these features)
     net: ChunkMLP
     suite: str
     training: dict  # how it was made: command, seed, epochs, minutes, demos
+    kind: str = EMBEDDED
 
     def save(self, path: Path) -> None:
         with written_atomically(path) as tmp:  # an interrupted save never leaves half a checkpoint
             torch.save({
-                "format": CHECKPOINT_FORMAT, "version": CHECKPOINT_VERSION, "suite": self.suite,
+                "format": _format(self.kind), "version": CHECKPOINT_VERSION, "suite": self.suite,
                 "object_names": list(self.layout.object_names), "instructions": list(self.layout.instructions),
                 "net": asdict(self.net.config), "state_dict": self.net.state_dict(), "training": self.training,
             }, tmp)
 
     @classmethod
-    def load(cls, path: Path, device: str = "cpu") -> "Checkpoint":
+    def load(cls, path: Path, device: str = "cpu", kind: str = EMBEDDED) -> "Checkpoint":
         try:
             raw = torch.load(path, map_location=device, weights_only=True)
         except Exception as exc:
             raise PolicyConfigError(f"{path} is not a readable checkpoint: {exc}") from exc
-        if raw.get("format") != CHECKPOINT_FORMAT or raw.get("version") != CHECKPOINT_VERSION:
+        if raw.get("format") != _format(kind) or raw.get("version") != CHECKPOINT_VERSION:
             raise PolicyConfigError(
-                f"{path}: checkpoint format {raw.get('format')!r} v{raw.get('version')}; this version reads "
-                f"{CHECKPOINT_FORMAT!r} v{CHECKPOINT_VERSION}"
+                f"{path}: checkpoint format {raw.get('format')!r} v{raw.get('version')}; expected "
+                f"{_format(kind)!r} v{CHECKPOINT_VERSION}"
             )
         layout = FeatureLayout(tuple(raw["object_names"]), tuple(raw["instructions"]))
-        net = ChunkMLP(layout.size, NetConfig(**raw["net"]))
+        net = ChunkMLP(len(raw["state_dict"]["feat_mean"]), NetConfig(**raw["net"]))
         net.load_state_dict(raw["state_dict"])
-        return cls(layout, net.to(device).eval(), raw["suite"], raw["training"])
+        return cls(layout, net.to(device).eval(), raw["suite"], raw["training"], kind)
+
+
+def _format(kind: str) -> str:
+    return f"agentic-recovery/{kind}"

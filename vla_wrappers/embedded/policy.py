@@ -11,13 +11,13 @@ import torch
 from recovery.core.robot import Observation
 from recovery.core.shipped import shipped
 from vla_wrappers.base import Policy, PolicyConfigError, PolicyOutput, config_from_options, resolve_device
-from vla_wrappers.embedded.model import Checkpoint
+from vla_wrappers.embedded.model import EMBEDDED, Checkpoint
 
 SHIPPED = shipped("vla_wrappers.embedded", "checkpoints")
 
 
-def shipped_checkpoints() -> dict[str, Path]:
-    return {p.stem: p for p in sorted(SHIPPED.glob("*.pt"))}
+def shipped_checkpoints(folder: Path = SHIPPED) -> dict[str, Path]:
+    return {p.stem: p for p in sorted(folder.glob("*.pt"))}
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,11 @@ class EmbeddedConfig:
 
 
 class EmbeddedPolicy(Policy):
+    """The shipped network of the task's suite (or ``checkpoint=PATH``), on state features."""
+
+    kind, shipped, trained_by = EMBEDDED, SHIPPED, "train-policy"  # what its checkpoints hold, where the
+    # shipped ones are, and the command that makes one
+
     def __init__(self, backend=None, config: EmbeddedConfig = EmbeddedConfig()):
         self.device = resolve_device(config.device)
         self._explicit = Path(config.checkpoint) if config.checkpoint else None
@@ -54,27 +59,29 @@ class EmbeddedPolicy(Policy):
     def infer(self, obs: Observation) -> PolicyOutput:
         if self._ckpt is None:
             raise RuntimeError("reset(instruction) must come before infer")
-        features = self._ckpt.layout.featurize_obs(obs, self._task_id)
-        chunk = self._ckpt.net(torch.from_numpy(features).to(self.device)[None])[0]
+        chunk = self._ckpt.net(torch.from_numpy(self.features(obs)).to(self.device)[None])[0]
         return PolicyOutput(chunk.cpu().numpy().astype(np.float64))
+
+    def features(self, obs: Observation) -> np.ndarray:
+        return self._ckpt.layout.featurize_obs(obs, self._task_id)
 
     def _checkpoint_for(self, instruction: str) -> Checkpoint:
         if self._explicit:
             return self._load(self._explicit)
-        shipped = shipped_checkpoints()
+        shipped = shipped_checkpoints(self.shipped)
         if self._suite in shipped:
             return self._load(shipped[self._suite])
         for path in shipped.values():  # no backend (e.g. behind serve-policy): find by instruction
             if self._load(path).layout.task_id(instruction) is not None:
                 return self._load(path)
         raise PolicyConfigError(
-            f"no shipped embedded checkpoint for suite {self._suite!r} / {instruction!r} (shipped: "
-            f"{', '.join(shipped) or 'none'}); train one with `recovery train-policy` and pass checkpoint=PATH"
+            f"no shipped {self.kind.replace('-', ' ')} checkpoint for suite {self._suite!r} / {instruction!r} (shipped: "
+            f"{', '.join(shipped) or 'none'}); train one with `recovery {self.trained_by}` and pass checkpoint=PATH"
         )
 
     def _load(self, path: Path) -> Checkpoint:
         if path not in self._loaded:
             if not path.exists():
                 raise PolicyConfigError(f"checkpoint {path} does not exist")
-            self._loaded[path] = Checkpoint.load(path, self.device)
+            self._loaded[path] = Checkpoint.load(path, self.device, self.kind)
         return self._loaded[path]

@@ -1,0 +1,139 @@
+"""Repair: put the world back the way a remembered state had it, with a goal-conditioned policy.
+
+A physical rollback drives the arm back and leaves the objects where a disturbance left them. A
+repair runs a repair policy (``vla_wrappers.repair``, behind the same ``Policy`` contract as the
+base policies) toward a target from the nominal-state memory: the object poses, the grip pose and
+the gripper of a remembered state. It restores one object, the *focus*: the object the gripper
+held there if it holds it no longer, else the object displaced the most. An object knocked over
+(tilted past ``RepairConfig.tipped``) that was not in the hand is left as it lies: a top-down grasp
+cannot stand it up. The repair ends once the focus is back and the arm is at the target's pose,
+or when its step budget is spent; control then returns to the base policy. The policy sees the
+current observation and ``obs["repair_target"]`` (``RepairTarget.observation``). Object poses come
+from the simulator in LIBERO and from perception on a robot; where there are none, a repair only
+takes the arm back, over the objects rather than through them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from recovery.core.features import quat_xyzw_to_matrix
+from recovery.core.loop import Control
+from recovery.core.modes import Mode
+from recovery.core.robot import EefPose, Observation
+from recovery.supervision.config import RepairConfig
+from recovery.supervision.memory import NominalState
+from recovery.supervision.rollback import RollbackResult
+from vla_wrappers.broker import ChunkBroker
+
+Poses = dict[str, np.ndarray]  # object name -> (7,) position + xyzw quaternion
+
+
+def pose_change(before: np.ndarray, after: np.ndarray) -> tuple[float, float]:
+    """(displacement m, tilt rad: the angle between the object's up axes) from one pose to another."""
+    up_before, up_after = quat_xyzw_to_matrix(before[3:7])[:, 2], quat_xyzw_to_matrix(after[3:7])[:, 2]
+    return float(np.linalg.norm(after[:3] - before[:3])), math.acos(float(np.clip(up_before @ up_after, -1.0, 1.0)))
+
+
+def _finger_gap(state: np.ndarray) -> float:
+    return float(state[6] - state[7])
+
+
+@dataclass(frozen=True)
+class RepairTarget:
+    """What a repair steers toward, as the repair policy receives it."""
+
+    pose: EefPose  # the grip pose there
+    state: np.ndarray  # (8,) the standard state there (eef position, axis-angle, fingers)
+    object_poses: Poses  # the world there
+    holding: bool  # the gripper held something there
+    focus: str | None = None  # the object to put back; None: the world needs nothing, only the arm
+    focus_held: bool = False  # the focus was in the hand there: it goes back into the hand, not onto its place
+
+    def observation(self) -> dict:
+        """The ``repair_target`` entry of the repair policy's observation (plain arrays, numbers and
+        strings: it travels over the openpi wire too)."""
+        return {"eef_pos": self.pose.pos, "eef_rot": self.pose.rot, "state": self.state,
+                "object_poses": self.object_poses, "holding": float(self.holding), "focus": self.focus or "",
+                "focus_held": float(self.focus_held)}
+
+
+def _held_there(target: NominalState, config: RepairConfig) -> str | None:
+    """The object the gripper held at the target: the one nearest the grip point, if near enough."""
+    poses = (target.observation or {}).get("object_poses", {})
+    if not target.holding or not poses:
+        return None
+    near = {name: float(np.linalg.norm(pose[:3] - target.pose.pos)) for name, pose in poses.items()}
+    name = min(near, key=near.get)
+    return name if near[name] <= config.held else None
+
+
+def in_hand(obs: Observation, name: str, config: RepairConfig) -> bool:
+    pose = obs.get("object_poses", {}).get(name)
+    return pose is not None and float(np.linalg.norm(pose[:3] - np.asarray(obs["eef_pos"]))) <= config.held
+
+
+def misplaced(obs: Observation, target: NominalState, config: RepairConfig) -> dict[str, float]:
+    """Objects a repair could put back, with how far each is from its place in the target: displaced
+    beyond ``placed``, not knocked over, not in the hand now (what the hand carries comes back with it)."""
+    then, now = (target.observation or {}).get("object_poses", {}), obs.get("object_poses", {})
+    out = {}
+    for name, pose in now.items():
+        if name in then and not in_hand(obs, name, config):
+            displacement, tilt = pose_change(then[name], pose)
+            if displacement > config.placed and tilt <= config.tipped:
+                out[name] = displacement
+    return out
+
+
+def repair_target(obs: Observation, target: NominalState, holding: bool, config: RepairConfig) -> RepairTarget:
+    """The target a repair from ``obs`` toward the remembered ``target`` steers to (see the module);
+    ``holding``: the gripper holds something now, and a full hand picks nothing up: it only goes back."""
+    seen = target.observation or {}
+    goal = RepairTarget(target.pose, np.asarray(seen.get("state", np.zeros(8))), seen.get("object_poses", {}),
+                        target.holding)
+    if holding:
+        return goal
+    held = _held_there(target, config)
+    if held is not None and held in obs.get("object_poses", {}):
+        return replace(goal, focus=held, focus_held=True)  # it was in the hand there: pick it up again
+    moved = misplaced(obs, target, config)
+    return replace(goal, focus=max(moved, key=moved.get)) if moved else goal
+
+
+def repaired(obs: Observation, pose: EefPose, goal: RepairTarget, config: RepairConfig) -> bool:
+    """The focus is back (in the hand, if it was held there; at its place otherwise) and the arm is at
+    the target's grip pose with the gripper as it was."""
+    if goal.focus is not None:
+        if goal.focus_held:
+            if not in_hand(obs, goal.focus, config):
+                return False
+        elif pose_change(goal.object_poses[goal.focus], obs["object_poses"][goal.focus])[0] > config.placed:
+            return False
+    pos_err, rot_err = pose.distance(goal.pose)
+    open_enough = goal.holding or _finger_gap(obs["state"]) >= _finger_gap(goal.state) - config.opened
+    return pos_err <= config.arm_pos_tol and rot_err <= config.arm_rot_tol and open_enough
+
+
+class PolicyRepair:
+    """A repair as the supervisor runs it (the ``Rollback`` contract): each control period, the repair
+    policy's next action toward ``goal``, until ``repaired`` or the step budget is spent."""
+
+    def __init__(self, target: NominalState, goal: RepairTarget, broker: ChunkBroker, config: RepairConfig):
+        self.target, self.goal, self.broker, self.config = target, goal, broker, config
+        self.steps, self._done = 0, False
+        self._errors = (float("inf"), float("inf"))
+
+    def next(self, obs: Observation, pose: EefPose, mode: Mode) -> Control | None:
+        self._errors = pose.distance(self.goal.pose)
+        self._done = repaired(obs, pose, self.goal, self.config)
+        if self._done or self.steps >= self.config.max_steps:
+            return None
+        self.steps += 1
+        return Control(self.broker.act({**obs, "repair_target": self.goal.observation()}), mode)
+
+    def result(self) -> RollbackResult:
+        return RollbackResult(self._done, self.steps, *self._errors, details={"repair": self.goal.focus or "arm"})
