@@ -7,7 +7,9 @@ of its goal shift (a unit action: 1 cm, the lag and gain ``critics.tracking`` fi
 OSC), a ``JointTarget`` moves every joint at most ``JOINT_SPEED`` radians toward the target, and
 the fingers open or close 5 mm per period.
 Tests shove it (``push``), make it touch things (``touching``), refuse motions (``refuse``) and
-read their success from a goal point: the task is "reach the goal".
+read their success from a goal point: the task is "reach the goal". Objects (``objects``: name ->
+pose, upright) are carried by closed fingers within ``GRASP_REACH`` of them and stay where they
+are let go; tests knock them about by setting their poses.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ JOINT_SPEED = 0.1  # rad per period in a joint-space motion
 FINGER_SPEED = 0.005  # m per period
 FINGER_OPEN = 0.04
 GOAL_TOLERANCE = 0.01  # m: success when the grip point is this close to the goal
+GRASP_REACH = 0.02  # m: closed fingers this close to an object's origin carry it
+UPRIGHT = np.array([0.0, 0.0, 0.0, 1.0])  # xyzw
 
 
 def _rot_z(angle: float) -> np.ndarray:
@@ -39,6 +43,7 @@ class _State:
     joints: np.ndarray = field(default_factory=lambda: np.zeros(7))
     fingers: float = FINGER_OPEN
     moving: np.ndarray = field(default_factory=lambda: np.zeros(4))  # the last action's motion, under way
+    objects: dict[str, np.ndarray] = field(default_factory=dict)  # name -> (7,) pose
 
 
 class KinematicRobot(RobotBackend):
@@ -58,10 +63,18 @@ class KinematicRobot(RobotBackend):
     def reset(self, init_index: int | None, seed: int) -> Observation:
         """A start pose drawn from ``seed`` (init_index shifts it): deterministic, as LIBERO's."""
         rng = np.random.default_rng([seed, (init_index if init_index is not None else -1) + 1])
-        self._state = _State(joints=np.r_[rng.uniform(-0.05, 0.05, 3), 0.0, np.zeros(3)])
+        self._state = _State(joints=np.r_[rng.uniform(-0.05, 0.05, 3), 0.0, np.zeros(3)], objects=self._state.objects)
         self.commands = []
         self.touching = frozenset()
         return self.observe()
+
+    @property
+    def objects(self) -> dict[str, np.ndarray]:
+        return self._state.objects
+
+    def place(self, name: str, position) -> None:
+        """Put an object (upright) at ``position``: a test's way of setting up or knocking about the world."""
+        self._state.objects[name] = np.r_[np.asarray(position, dtype=np.float64), UPRIGHT]
 
     def push(self, offset: np.ndarray) -> None:
         """Shove the grip point by ``offset`` metres (a bump the policy did not command)."""
@@ -75,7 +88,8 @@ class KinematicRobot(RobotBackend):
         obs: Observation = {
             "state": np.r_[pose.pos, 0.0, 0.0, yaw, fingers],
             "eef_pos": pose.pos, "eef_quat": np.array([0.0, 0.0, np.sin(yaw / 2), np.cos(yaw / 2)]),
-            "gripper_qpos": fingers, "joint_pos": self._state.joints.copy(), "object_poses": {},
+            "gripper_qpos": fingers, "joint_pos": self._state.joints.copy(),
+            "object_poses": {name: pose.copy() for name, pose in self._state.objects.items()},
         }
         if self.camera_size:
             obs["agentview_image"] = self._image(0)
@@ -84,6 +98,9 @@ class KinematicRobot(RobotBackend):
 
     def step(self, command: Command) -> StepResult:
         state = self._state
+        before = self.eef_pose().pos
+        carried = [name for name, pose in state.objects.items()
+                   if state.fingers < FINGER_OPEN / 2 and np.linalg.norm(pose[:3] - before) < GRASP_REACH]
         if isinstance(command, JointTarget):
             state.joints += np.clip(command.joints - state.joints, -JOINT_SPEED, JOINT_SPEED)
             state.moving = np.zeros(4)
@@ -95,6 +112,8 @@ class KinematicRobot(RobotBackend):
             gripper = action[6]
         if gripper:
             state.fingers = float(np.clip(state.fingers - np.sign(gripper) * FINGER_SPEED, 0.0, FINGER_OPEN))
+        for name in carried:
+            state.objects[name][:3] += self.eef_pose().pos - before
         self.commands.append(command)
         return StepResult(self.observe(), self.success())
 

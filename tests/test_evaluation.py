@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -101,6 +102,23 @@ def test_resume_after_interrupt_runs_only_missing_episodes(tmp_path):
     assert sorted(r["init"] for r in records) == list(range(12))  # nothing ran twice
     assert records[: len(first)] == first  # and nothing written earlier changed
     assert "libero_object (all)" in done.stdout
+
+
+def test_workers_of_a_killed_evaluation_stop_too(tmp_path):
+    out = tmp_path / "r.jsonl"
+    proc = subprocess.Popen([*RECOVERY, "eval", "--suite", "libero_object", "--tasks", "0", "--episodes", "12",
+                             "--policy", "zero", "--max-steps", "60", "--workers", "2", "--out", str(out),
+                             "--no-progress"], cwd=REPO, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while len(ResultsFile(out).load()) < 1 and time.time() < deadline:
+        time.sleep(0.2)
+    workers = [int(p) for p in subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "spawn_main"],
+                                              capture_output=True, text=True).stdout.split()]
+    assert len(workers) == 2
+    proc.kill()  # SIGKILL: nothing in the evaluation can clean up
+    proc.wait()
+    time.sleep(3)
+    assert not [w for w in workers if os.path.exists(f"/proc/{w}")], "workers outlived their evaluation"
 
 
 def test_a_second_evaluation_on_the_same_file_is_refused_and_changes_nothing(tmp_path):

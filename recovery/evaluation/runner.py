@@ -7,6 +7,7 @@ import logging
 import multiprocessing
 import os
 import signal
+import threading
 import time
 import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -176,7 +177,15 @@ _worker: EpisodeWorker | None = None
 def _init_worker(config: EvalConfig) -> None:
     global _worker
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
+    threading.Thread(target=_exit_with, args=(os.getppid(),), daemon=True).start()
     _worker = EpisodeWorker(config)
+
+
+def _exit_with(parent: int) -> None:
+    """A worker whose evaluation was killed (no Ctrl-C to clean up after) would simulate on for nobody."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)
 
 
 def _run_in_worker(spec: EpisodeSpec) -> dict:

@@ -133,9 +133,15 @@ class Supervisor:
 
     def summary(self) -> dict:
         self._score()
+        recoveries = self._recoveries
+        if self._rollback is not None:  # the episode ended inside one (a success, or the budget spent)
+            result = self._rollback.result()
+            recoveries = recoveries + [{"step": self._step, "mode": self._rollback_mode.name, "target_step":
+                                        self._rollback.target.step, "reached": False, "steps": result.steps,
+                                        "unfinished": True, **result.details}]
         out = {"modes": dict(self._modes), "rollbacks": self.rollbacks, "failed_rollbacks": self.failed_rollbacks,
                "recovery_steps": self.recovery_steps, "rollback": self.config.rollback.kind,
-               "recoveries": self._recoveries}
+               "recoveries": recoveries}
         if self.config.rollback.kind == "snapshot":
             out["note"] = "snapshot rollback: simulation-only upper bound"
         if self.config.keep_trace:

@@ -1,0 +1,167 @@
+"""Repairs on the kinematic robot: what a repair targets, when a RETRY becomes one, how it ends."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from critics.quality import QualityMonitor
+from recovery.core.actions import GRIPPER_CLOSE, GRIPPER_OPEN, POS_SCALE
+from recovery.core.loop import LoopConfig, run_episode
+from recovery.core.modes import Mode
+from recovery.core.robot import EefPose, JointTarget, Observation
+from recovery.supervision.config import RepairConfig, SupervisorConfig
+from recovery.supervision.memory import NominalState
+from recovery.supervision.repair import repair_target, repaired
+from recovery.supervision.supervisor import Supervisor
+from tests.kinematic_robot import BASE, GRASP_REACH, KinematicRobot, ReachPolicy
+from tests.test_loop import UNREACHABLE, Log, ScriptedSelector
+from vla_wrappers.base import Policy, PolicyOutput
+from vla_wrappers.broker import ChunkBroker
+
+CAN = BASE + np.array([0.05, 0.05, 0.0])
+CONFIG = RepairConfig()
+
+
+class ServoRepair(Policy):
+    """A repair policy for the kinematic robot that honours the real contract (it reads only the
+    observation and its ``repair_target``), standing in for the learned network: it fetches the
+    focus, carries it to its place (or keeps it, when it was held there), then goes to the target's
+    grip pose."""
+
+    def reset(self, instruction: str) -> None:
+        self.placed = False
+
+    def infer(self, obs: Observation) -> PolicyOutput:
+        goal, eef = obs["repair_target"], obs["eef_pos"]
+        focus, fingers = goal["focus"], obs["state"][6] - obs["state"][7]
+        if focus and not self.placed:
+            obj = obs["object_poses"][focus][:3]
+            if np.linalg.norm(obj - eef) > GRASP_REACH / 2:
+                return self._toward(eef, obj, GRIPPER_OPEN)
+            if fingers > 0.015:
+                return self._toward(eef, eef, GRIPPER_CLOSE)
+            if not goal["focus_held"]:
+                place = goal["object_poses"][focus][:3]
+                if np.linalg.norm(place - eef) > 0.002:
+                    return self._toward(eef, place, GRIPPER_CLOSE)
+                self.placed = True
+        if self.placed and fingers < 0.03:
+            return self._toward(eef, eef, GRIPPER_OPEN)  # let go in place before leaving
+        gripper = GRIPPER_CLOSE if goal["holding"] else GRIPPER_OPEN
+        return self._toward(eef, np.asarray(goal["eef_pos"]), gripper)
+
+    @staticmethod
+    def _toward(eef: np.ndarray, point: np.ndarray, gripper: float) -> PolicyOutput:
+        move = np.clip(0.3 * (point - eef) / (0.2 * POS_SCALE), -1.0, 1.0)  # the robot lags a period: gently
+        return PolicyOutput(np.r_[move, 0.0, 0.0, 0.0, gripper][None])
+
+
+class Idle(Policy):
+    """A repair policy that never gets anywhere: its repairs end on their budget."""
+
+    def reset(self, instruction: str) -> None:
+        pass
+
+    def infer(self, obs: Observation) -> PolicyOutput:
+        return PolicyOutput(np.array([[0.0] * 6 + [GRIPPER_OPEN]]))
+
+
+def _supervised(robot: KinematicRobot, plan: dict[int, Mode], repair: Policy | None, **repair_config) -> Supervisor:
+    config = SupervisorConfig(repair=RepairConfig(**repair_config), keep_trace=True)
+    return Supervisor(robot, ChunkBroker(ReachPolicy(robot, UNREACHABLE)), ScriptedSelector(plan), QualityMonitor(None),
+                      config=config, repair=ChunkBroker(repair, 1) if repair else None)
+
+
+def _episode(robot: KinematicRobot, supervisor: Supervisor, knock_at: int | None = None, max_steps: int = 120):
+    """``knock_at``: after that executed period the can lies 10 cm away (a decision there sees it first)."""
+    log = Log()
+    if knock_at is not None:
+        log.on_step = lambda step, knock=log.on_step: (knock(step), step.index == knock_at
+                                                        and robot.place("can", CAN + [0.1, 0.0, 0.0]))
+    robot.reset(0, 7)
+    robot.place("can", CAN)
+    outcome = run_episode(robot, supervisor, robot.instruction, LoopConfig(max_steps=max_steps, wait_steps=0), (log,))
+    return outcome, log
+
+
+def test_a_retry_whose_world_is_as_remembered_stays_a_rollback():
+    robot = KinematicRobot(goal=UNREACHABLE)
+    outcome, log = _episode(robot, _supervised(robot, {20: Mode.RETRY}, ServoRepair()))
+    (recovery,) = outcome.extras["recoveries"]
+    assert recovery["mode"] == "RETRY" and "repair" not in recovery
+    assert any(isinstance(step.command, JointTarget) for step in log.steps)
+
+
+def test_a_retry_after_an_object_was_knocked_away_becomes_a_repair_that_puts_it_back():
+    robot = KinematicRobot(goal=UNREACHABLE)
+    outcome, log = _episode(robot, _supervised(robot, {25: Mode.RETRY}, ServoRepair()), knock_at=25)
+    (recovery,) = outcome.extras["recoveries"]
+    assert recovery["mode"] == "REPAIR" and recovery["repair"] == "can" and recovery["reached"]
+    repairing = [step for step in log.steps if step.mode == Mode.REPAIR]
+    assert len(repairing) == recovery["steps"] > 10  # the repair's periods, each executed by the loop
+    assert not any(isinstance(step.command, JointTarget) for step in repairing)  # the policy's actions
+    assert np.linalg.norm(repairing[-1].result.observation["object_poses"]["can"][:3] - CAN) < CONFIG.placed
+    assert outcome.steps == 120  # the repair's periods count against the episode's budget
+
+
+def test_without_a_repair_policy_a_knocked_world_is_only_rolled_back():
+    robot = KinematicRobot(goal=UNREACHABLE)
+    outcome, log = _episode(robot, _supervised(robot, {25: Mode.RETRY}, None), knock_at=25)
+    (recovery,) = outcome.extras["recoveries"]
+    assert recovery["mode"] == "RETRY" and "repair" not in recovery
+    assert np.linalg.norm(log.steps[-1].result.observation["object_poses"]["can"][:3] - CAN) > 0.09
+
+
+def test_a_repair_that_gets_nowhere_ends_on_its_budget():
+    robot = KinematicRobot(goal=UNREACHABLE)
+    outcome, log = _episode(robot, _supervised(robot, {25: Mode.REPAIR}, Idle(), max_steps=12), knock_at=25)
+    (recovery,) = outcome.extras["recoveries"]
+    assert recovery["mode"] == "REPAIR" and recovery["steps"] == 12 and not recovery["reached"]
+    assert log.modes()[-1] == "EXECUTE"  # control went back to the base policy
+    robot = KinematicRobot(goal=UNREACHABLE)
+    outcome, _ = _episode(robot, _supervised(robot, {25: Mode.REPAIR}, Idle()), knock_at=25, max_steps=60)
+    (recovery,) = outcome.extras["recoveries"]  # the budget ran out inside the repair: listed all the same
+    assert recovery["unfinished"] and recovery["steps"] == 35 and recovery["repair"] == "can"
+
+
+def _state(step: int, eef, objects: dict, holding: bool = False) -> NominalState:
+    eef = np.asarray(eef, dtype=np.float64)
+    obs = {"state": np.r_[eef, 0, 0, 0, 0.02, -0.02], "eef_pos": eef,
+           "object_poses": {n: np.r_[np.asarray(p, dtype=np.float64), 0, 0, 0, 1] for n, p in objects.items()}}
+    return NominalState(step, EefPose(eef, np.eye(3)), np.zeros(7), 1.0, 1.0, True, holding=holding, observation=obs)
+
+
+def test_the_focus_is_the_dropped_object_else_the_most_displaced_upright_one():
+    then = _state(10, [0.5, 0, 1.0], {"can": [0.5, 0, 1.0], "box": [0.3, 0, 0.9], "jar": [0.2, 0, 0.9]}, holding=True)
+    now = _state(20, [0.6, 0, 1.1], {"can": [0.4, 0.1, 0.9], "box": [0.3, 0.2, 0.9], "jar": [0.2, 0, 0.9]})
+    dropped = repair_target(now.observation, then, holding=False, config=CONFIG)
+    assert (dropped.focus, dropped.focus_held) == ("can", True)  # held there, not in the hand now
+    assert repair_target(now.observation, then, holding=True, config=CONFIG).focus is None  # a full hand only goes back
+    free = _state(10, [0.5, 0, 1.0], {"box": [0.3, 0, 0.9], "jar": [0.2, 0, 0.9]})
+    moved = repair_target(now.observation, free, holding=False, config=CONFIG)
+    assert (moved.focus, moved.focus_held) == ("box", False)
+    tipped = dict(now.observation, object_poses={**now.observation["object_poses"],
+                                                 "box": np.r_[0.3, 0.2, 0.9, np.sin(0.4), 0, 0, np.cos(0.4)]})
+    assert repair_target(tipped, free, holding=False, config=CONFIG).focus is None  # 46 degrees over: left lying
+
+
+def test_repaired_needs_the_focus_back_and_the_arm_at_the_target_with_the_gripper_as_it_was():
+    then = _state(10, [0.5, 0, 1.0], {"box": [0.3, 0, 0.9]})
+    goal = repair_target(_state(20, [0.5, 0, 1.0], {"box": [0.3, 0.1, 0.9]}).observation, then, False, CONFIG)
+    at_target = then.observation
+    assert repaired(at_target, then.pose, goal, CONFIG)
+    box_off = dict(at_target, object_poses={"box": np.r_[0.3, 0.05, 0.9, 0, 0, 0, 1]})
+    assert not repaired(box_off, then.pose, goal, CONFIG)
+    arm_off = EefPose(then.pose.pos + [0.02, 0, 0], then.pose.rot)
+    assert not repaired(at_target, arm_off, goal, CONFIG)
+    closed = dict(at_target, state=np.r_[at_target["state"][:6], 0.001, -0.001])
+    assert not repaired(closed, then.pose, goal, CONFIG)  # the target's fingers were open
+
+
+def test_a_repair_policy_needs_the_physical_rollback():
+    robot = KinematicRobot()
+    with pytest.raises(ValueError, match="physical"):
+        Supervisor(robot, ChunkBroker(ReachPolicy(robot)), ScriptedSelector({}), QualityMonitor(None),
+                   config=SupervisorConfig(rollback=SupervisorConfig().rollback.__class__(kind="snapshot")),
+                   repair=ChunkBroker(Idle()))
