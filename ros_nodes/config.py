@@ -114,6 +114,9 @@ class SupervisorNodeConfig:
     policy_options: dict[str, str] = field(default_factory=dict)  # e.g. openpi: host, port, timeout_s
     replan_every: int = 5
     selector: str = "rule"  # rule | none | ppo
+    repair: str = "rollback"  # policy: a repair policy puts the world back (needs object poses in the inputs)
+    repair_policy: str = "repair"  # the learned one shipped for the suite, or module:Class
+    repair_policy_options: dict[str, str] = field(default_factory=dict)
     max_rollbacks: int = SupervisorConfig.max_rollbacks
     max_steps: int = 0  # control steps per episode, rollback motion included; 0: the suite's standard budget
 

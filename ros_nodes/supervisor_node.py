@@ -55,7 +55,9 @@ class SupervisorNode:
         self.log = node.get_logger()
         self.backend = RosBackend(node, config.robot)
         policy = make_policy(config.policy, self.backend, config.policy_options)
-        options = RecoveryOptions(selector=config.selector, rollback="physical",
+        options = RecoveryOptions(selector=config.selector, rollback="physical", repair=config.repair,
+                                  repair_policy=config.repair_policy,
+                                  repair_policy_options=config.repair_policy_options,
                                   supervisor=SupervisorConfig(max_rollbacks=config.max_rollbacks))
         self.agent = build_supervisor(self.backend, ChunkBroker(policy, config.replan_every), config.suite,
                                       config.task, make_selector(options, config.suite, config.policy), options)

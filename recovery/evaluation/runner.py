@@ -63,6 +63,8 @@ class EvalConfig:
     recovery: RecoveryOptions | None = None  # None: the policy alone, no supervisor
     disturbance: str = "none"
     dart: bool = False  # also jitter every executed arm action (training data: recorded labels stay clean)
+    end_after_recovery: bool = False  # end an episode once its first recovery is over (collecting repairs: its
+    # success is then not known)
     progress: bool = True
     ray_address: str | None = None  # shard episodes over a Ray cluster ("local", "auto", HOST:PORT)
 
@@ -128,7 +130,8 @@ class EpisodeWorker:
             world = WorldWatch() if self.config.record_world else None
             subscribers += [world] if world else []
             loop = LoopConfig(max_steps=self.config.max_steps or task.max_steps)
-            outcome = run_episode(backend, agent, backend.instruction, loop, tuple(subscribers))
+            stop = (lambda: "recovered" if agent.rollbacks else None) if self.config.end_after_recovery else None
+            outcome = run_episode(backend, agent, backend.instruction, loop, tuple(subscribers), stop)
             record.update(success=outcome.success, steps=outcome.steps, inferences=outcome.inferences)
             record["recovery"] = outcome.extras or None
             if self.config.disturbance != "none":

@@ -5,8 +5,9 @@ init states); each disturbance of ``disturbances`` strikes in its own set of epi
 it ends, the simulation-only oracle asks for a REPAIR, and the supervisor runs the corrector
 (``sim.corrector``) as its repair policy, toward the target its memory gives. Every executed arm
 action is jittered (DART) while the recorded labels stay the corrector's clean actions. The repairs
-that reached their target are written to ``DIR/SUITE/TASK_NAME.hdf5`` (``sim.repair_demos``); every
-attempt is logged in ``DIR/SUITE/attempts_DISTURBANCE.jsonl``, and rerunning resumes where it stopped.
+that reached their target are written to ``DIR/SUITE/TASK_NAME.hdf5`` (``sim.repair_demos``); an
+episode ends with its repair (what follows is not recorded). Every attempt is logged in
+``DIR/SUITE/attempts_DISTURBANCE.jsonl``, and rerunning resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def collect_repairs(config: RepairCollectConfig) -> dict[str, int]:
         evaluate(EvalConfig(
             suite=config.suite, tasks=tuple(t.index for t in tasks), episodes=config.episodes, sampled_layouts=True,
             policy=config.policy, seed=config.seed + 1000 * i, workers=config.workers, disturbance=disturbance,
-            dart=True, out=Path(config.out_dir) / config.suite / f"attempts_{disturbance}.jsonl",
+            dart=True, end_after_recovery=True, out=Path(config.out_dir) / config.suite / f"attempts_{disturbance}.jsonl",
             record_trajectories=True, progress=config.progress,
             recovery=RecoveryOptions(selector="oracle_repair", repair="policy", repair_policy=CORRECTOR),
         ), on_record=save)

@@ -38,6 +38,8 @@ class RepairConfig:
     arm_pos_tol: float = 0.01  # m and rad: the arm is back at the target's grip pose
     arm_rot_tol: float = 0.1
     opened: float = 0.01  # m: with an empty hand the target's finger opening is met to within this
+    every_rollback: bool = False  # a RETRY whose world is as remembered runs the repair policy too (the arm goes
+    # back over the objects, not through them)
 
 
 @dataclass(frozen=True)

@@ -235,7 +235,7 @@ class Supervisor:
 
     def _start_rollback(self, mode: Mode, obs: Observation, event: dict) -> Control:
         target = self._next_target
-        if self.repair is not None and mode in (Mode.REPAIR, Mode.RESET):
+        if self.repair is not None and (mode in (Mode.REPAIR, Mode.RESET) or self.config.repair.every_rollback):
             goal = repair_target(obs, target, self.grasp.holding, self.config.repair)
             self.repair.reset(self._instruction)
             self._rollback = PolicyRepair(target, goal, self.repair, self.config.repair)
