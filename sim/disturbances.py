@@ -3,6 +3,10 @@
 - ``action_noise``: the robust-execution paper's setting: one burst of Gaussian action noise per
   episode, 5 steps, magnitude 3.0 (then clipped to the action range), random onset.
 - ``object_push``: the task's first object of interest is shoved sideways at the onset.
+- ``object_shift``: at the onset, one of the task's objects of interest the hand does not hold is
+  slid to a free spot ``shift_min``-``shift_max`` away, upright (someone moved it);
+- ``object_tip``: at the onset, one of them is laid on its side where it stands (knocked over).
+  Both make the worlds a repair must put back (``recovery collect-repairs``).
 - ``gripper_open``: once the policy has held the gripper closed for a while, it is forced open.
 - ``obs_noise``: a burst of Gaussian noise on the observed positions (the policy sees it; physics not).
 - ``action_jitter``: small Gaussian noise on every arm action, all episode long. Collecting
@@ -24,7 +28,8 @@ from recovery.core.actions import GRIPPER_OPEN, validate_action
 from recovery.core.errors import RecoveryError
 from recovery.core.robot import Command, JointTarget, Observation, RobotBackend, StepResult
 
-DISTURBANCES = ("none", "action_noise", "object_push", "gripper_open", "obs_noise", "action_jitter")
+DISTURBANCES = ("none", "action_noise", "object_push", "gripper_open", "obs_noise", "action_jitter", "object_shift",
+                "object_tip")
 
 
 class UnknownDisturbanceError(RecoveryError, ValueError):
@@ -39,6 +44,9 @@ class DisturbanceConfig:
     duration: int = 5
     magnitude: float = 3.0  # action noise std; obs noise std is magnitude * 1 cm
     push_speed: float = 0.6  # m/s given to the pushed object
+    shift_min: float = 0.06  # m: object_shift's distance range
+    shift_max: float = 0.15
+    shift_clearance: float = 0.08  # m: the shifted object's origin at least this far from every other one
     hold_steps: int = 12  # gripper_open: closed this long counts as holding
     jitter_std: float = 0.1  # action_jitter: std on the 6 arm dimensions (unit action = 5 cm goal shift)
     dart: bool = False  # jitter every arm action as action_jitter does, on top of this disturbance (training data)
@@ -101,6 +109,8 @@ class DisturbedBackend(RobotBackend):
             action = np.r_[action[:6], GRIPPER_OPEN]
         elif active and self.config.name == "object_push" and self._t == self._fired_at:
             self._push()
+        elif active and self.config.name in ("object_shift", "object_tip") and self._t == self._fired_at:
+            self._move_object(tip=self.config.name == "object_tip")
         result = self.inner.step(action)
         self._obs = result.observation
         if active and self.config.name == "obs_noise":
@@ -148,6 +158,36 @@ class DisturbedBackend(RobotBackend):
         env.sim.data.qvel[addr[0]:addr[0] + 3] = self.config.push_speed * np.array([np.cos(angle), np.sin(angle), 0.1])
         env.sim.forward()
 
+    def _move_object(self, tip: bool) -> None:
+        """Slide one of the task's objects (drawn from the episode's seed among those not in the hand)
+        to a free spot, or lay it on its side where it stands."""
+        env = self.inner.raw
+        sim, grip = env.sim, self.inner.eef_pose().pos
+        poses = {name: sim.data.body_xpos[env.obj_body_id[name]].copy() for name in env.objects_dict}
+        free = [name for name in env.obj_of_interest if name in poses and np.linalg.norm(poses[name] - grip) > 0.06]
+        if not free:
+            return
+        name = free[int(self._rng.integers(len(free)))]
+        addr = sim.model.get_joint_qpos_addr(env.objects_dict[name].joints[-1])[0]
+        if tip:
+            angle = self._rng.uniform(0, 2 * np.pi)  # about a horizontal axis: wxyz of a quarter turn, then its own
+            axis = np.array([np.cos(angle), np.sin(angle), 0.0]) * np.sin(np.pi / 4)
+            turn = np.r_[np.cos(np.pi / 4), axis]
+            qpos = sim.data.qpos[addr + 3:addr + 7].copy()
+            sim.data.qpos[addr + 3:addr + 7] = _quat_multiply(turn, qpos)
+            sim.data.qpos[addr + 2] += 0.03  # clear of the support while it falls onto its side
+            sim.forward()
+            return
+        for _ in range(20):
+            angle, distance = self._rng.uniform(0, 2 * np.pi), self._rng.uniform(self.config.shift_min,
+                                                                                   self.config.shift_max)
+            spot = poses[name][:2] + distance * np.array([np.cos(angle), np.sin(angle)])
+            if all(np.linalg.norm(spot - pos[:2]) >= self.config.shift_clearance
+                   for other, pos in poses.items() if other != name) and np.linalg.norm(spot - grip[:2]) > 0.1:
+                sim.data.qpos[addr:addr + 2] = spot
+                sim.forward()
+                return
+
     def _noisy(self, obs: Observation) -> Observation:
         sigma = 0.01 * self.config.magnitude
         noisy = dict(obs)
@@ -156,3 +196,11 @@ class DisturbedBackend(RobotBackend):
         noisy["object_poses"] = {k: np.r_[v[:3] + sigma * self._rng.standard_normal(3), v[3:]]
                                  for k, v in obs["object_poses"].items()}
         return noisy
+
+
+def _quat_multiply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The product of two wxyz quaternions: ``a`` applied after ``b``."""
+    aw, ax, ay, az = a
+    bw, bx, by, bz = b
+    return np.array([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw])

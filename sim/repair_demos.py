@@ -3,7 +3,7 @@
 Layout of ``DIR/SUITE/TASK_NAME.hdf5``::
 
     data                          attrs: suite, task, task_name, instruction
-    data/<disturbance>_<seed>_<k> attrs: seed, disturbance, focus, focus_held, holding, num_steps
+    data/<disturbance>_<seed>_<k> attrs: seed, disturbance, focus, focus_held, focus_tipped, holding, num_steps
         actions                   (T, 7)  the corrector's clean actions (the execution was jittered: DART)
         obs/state                 (T, 8)  eef pos + axis-angle + fingers
         obs/object_poses          (T, N, 7); obs attrs: object_names
@@ -46,7 +46,8 @@ def write_repairs(path: Path, task: TaskSpec, record: dict) -> int:
             goal, steps = repair["goal"], slice(repair["start"], repair["end"])
             group = data.create_group(name)
             group.attrs.update(seed=record["seed"], disturbance=record["disturbance"], focus=goal["focus"],
-                               focus_held=bool(goal["focus_held"]), holding=bool(goal["holding"]),
+                               focus_held=bool(goal["focus_held"]), focus_tipped=bool(goal["focus_tipped"]),
+                               holding=bool(goal["holding"]),
                                num_steps=repair["end"] - repair["start"])
             group.create_dataset("actions", data=traj["actions"][steps])
             obs = group.create_group("obs")
@@ -94,6 +95,7 @@ def load_repairs(out_dir: Path, suite: str) -> list[RepairDemo]:
                 goal = {"eef_pos": target["eef_pos"][()], "eef_rot": target["eef_rot"][()],
                         "state": target["state"][()], "holding": float(group.attrs["holding"]),
                         "focus": str(group.attrs["focus"]), "focus_held": float(group.attrs["focus_held"]),
+                        "focus_tipped": float(group.attrs.get("focus_tipped", False)),  # files before it: never
                         "object_poses": dict(zip(names, target["object_poses"][()]))}
                 demos.append(RepairDemo(str(data.attrs["instruction"]), group["actions"][()], obs["state"][()], names,
                                         obs["object_poses"][()], goal))

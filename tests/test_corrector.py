@@ -22,37 +22,54 @@ pytestmark = pytest.mark.sim
 CORRECTOR = "sim.corrector:CorrectorPolicy"
 
 
-class Shove(Subscriber):
-    """Slides an object across the floor after one executed period (a push that does not tip it)."""
+SOUP = "alphabet_soup_1"  # libero_object task 0 names it: "pick up the alphabet soup and place it in the basket"
 
-    def __init__(self, backend, name: str, at: int, offset):
-        self.backend, self.name, self.at, self.offset = backend, name, at, np.asarray(offset)
+
+class Knock(Subscriber):
+    """After one executed period, moves the soup on the floor by ``offset`` and turns it ``quat``
+    (wxyz): a shove, or a knock that lays it on its side."""
+
+    def __init__(self, backend, at: int, offset, quat=None):
+        self.backend, self.at, self.offset, self.quat = backend, at, np.asarray(offset), quat
         self.steps: list[Step] = []
 
     def on_step(self, step: Step) -> None:
         self.steps.append(step)
         if step.index == self.at:
             sim = self.backend.raw.sim
-            addr = sim.model.get_joint_qpos_addr(self.backend.raw.objects_dict[self.name].joints[-1])[0]
+            addr = sim.model.get_joint_qpos_addr(self.backend.raw.objects_dict[SOUP].joints[-1])[0]
             sim.data.qpos[addr:addr + 3] += self.offset
+            if self.quat is not None:
+                sim.data.qpos[addr + 3:addr + 7] = self.quat
             sim.forward()
-            self.before = step.result.observation["object_poses"][self.name].copy()
+            self.before = step.result.observation["object_poses"][SOUP].copy()
+
+
+def _repair_after(backend, knock: Knock) -> tuple[dict, list[Step]]:
+    """The base policy stands still; the REPAIR decided at period 15, the first to see the knock,
+    goes to a state remembered from before it, with the corrector as the repair policy."""
+    repair = ChunkBroker(make_policy(CORRECTOR, backend), RepairConfig.replan_every)
+    supervisor = Supervisor(backend, ChunkBroker(make_policy("zero", backend)), ScriptedSelector({15: Mode.REPAIR}),
+                            QualityMonitor(None), config=SupervisorConfig(keep_trace=True), repair=repair)
+    outcome = play(backend, supervisor, 0, 7, 200, (knock,))
+    (recovery,) = outcome.extras["recoveries"]
+    repairing = [step for step in knock.steps if step.mode == Mode.REPAIR]
+    assert len(repairing) == recovery["steps"] and not any(isinstance(s.command, JointTarget) for s in repairing)
+    return recovery, repairing
 
 
 def test_the_corrector_puts_a_shoved_object_back_and_the_arm_over_it(object_backend):
-    """libero_object task 0: the base policy stands still; after period 14 a distractor is slid 8 cm;
-    the REPAIR decided next goes to a state remembered from before: the corrector picks the
-    object up, sets it down at its place and takes the arm back, all through the episode loop."""
-    repair = ChunkBroker(make_policy(CORRECTOR, object_backend), RepairConfig.replan_every)
-    supervisor = Supervisor(object_backend, ChunkBroker(make_policy("zero", object_backend)),
-                            ScriptedSelector({15: Mode.REPAIR}), QualityMonitor(None),
-                            config=SupervisorConfig(keep_trace=True), repair=repair)
-    shove = Shove(object_backend, "cream_cheese_1", 14, [0.0, 0.08, 0.0])
-    outcome = play(object_backend, supervisor, 0, 7, 200, (shove,))
-    (recovery,) = outcome.extras["recoveries"]
-    assert recovery["mode"] == "REPAIR" and recovery["repair"] == "cream_cheese_1" and recovery["reached"]
-    repairing = [step for step in shove.steps if step.mode == Mode.REPAIR]
-    assert len(repairing) == recovery["steps"] and not any(isinstance(s.command, JointTarget) for s in repairing)
-    end = repairing[-1].result.observation["object_poses"]["cream_cheese_1"]
-    displacement, tilt = pose_change(shove.before, end)
+    knock = Knock(object_backend, 14, [0.0, 0.08, 0.0])
+    recovery, repairing = _repair_after(object_backend, knock)
+    assert recovery["mode"] == "REPAIR" and recovery["repair"] == SOUP and recovery["reached"]
+    displacement, tilt = pose_change(knock.before, repairing[-1].result.observation["object_poses"][SOUP])
     assert displacement < RepairConfig.placed and tilt < RepairConfig.tipped
+
+
+def test_the_corrector_stands_a_knocked_over_object_up(object_backend):
+    knock = Knock(object_backend, 14, [0.0, 0.0, 0.03], quat=[np.cos(np.pi / 4), 0.0, np.sin(np.pi / 4), 0.0])
+    recovery, repairing = _repair_after(object_backend, knock)
+    lying = pose_change(knock.before, repairing[0].observation["object_poses"][SOUP])[1]
+    standing = pose_change(knock.before, repairing[-1].result.observation["object_poses"][SOUP])[1]
+    assert recovery["repair"] == SOUP and recovery["reached"]
+    assert lying > np.radians(80) and standing < RepairConfig.tipped

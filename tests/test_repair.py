@@ -21,6 +21,7 @@ from vla_wrappers.broker import ChunkBroker
 
 CAN = BASE + np.array([0.05, 0.05, 0.0])
 CONFIG = RepairConfig()
+TASK = "reach the goal past the can and the box"  # a repair restores only the objects the task names
 
 
 class ServoRepair(Policy):
@@ -79,6 +80,7 @@ def _episode(robot: KinematicRobot, supervisor: Supervisor, knock_at: int | None
     if knock_at is not None:
         log.on_step = lambda step, knock=log.on_step: (knock(step), step.index == knock_at
                                                         and robot.place("can", CAN + [0.1, 0.0, 0.0]))
+    robot.instruction = TASK
     robot.reset(0, 7)
     robot.place("can", CAN)
     outcome = run_episode(robot, supervisor, robot.instruction, LoopConfig(max_steps=max_steps, wait_steps=0), (log,))
@@ -132,23 +134,26 @@ def _state(step: int, eef, objects: dict, holding: bool = False) -> NominalState
     return NominalState(step, EefPose(eef, np.eye(3)), np.zeros(7), 1.0, 1.0, True, holding=holding, observation=obs)
 
 
-def test_the_focus_is_the_dropped_object_else_the_most_displaced_upright_one():
+def test_the_focus_is_the_dropped_object_else_a_named_one_knocked_over_else_the_most_displaced():
     then = _state(10, [0.5, 0, 1.0], {"can": [0.5, 0, 1.0], "box": [0.3, 0, 0.9], "jar": [0.2, 0, 0.9]}, holding=True)
-    now = _state(20, [0.6, 0, 1.1], {"can": [0.4, 0.1, 0.9], "box": [0.3, 0.2, 0.9], "jar": [0.2, 0, 0.9]})
-    dropped = repair_target(now.observation, then, holding=False, config=CONFIG)
+    now = _state(20, [0.6, 0, 1.1], {"can": [0.4, 0.1, 0.9], "box": [0.3, 0.05, 0.9], "jar": [0.2, 0.3, 0.9]})
+    dropped = repair_target(now.observation, then, False, TASK, CONFIG)
     assert (dropped.focus, dropped.focus_held) == ("can", True)  # held there, not in the hand now
-    assert repair_target(now.observation, then, holding=True, config=CONFIG).focus is None  # a full hand only goes back
+    assert repair_target(now.observation, then, True, TASK, CONFIG).focus is None  # a full hand only goes back
     free = _state(10, [0.5, 0, 1.0], {"box": [0.3, 0, 0.9], "jar": [0.2, 0, 0.9]})
-    moved = repair_target(now.observation, free, holding=False, config=CONFIG)
-    assert (moved.focus, moved.focus_held) == ("box", False)
-    tipped = dict(now.observation, object_poses={**now.observation["object_poses"],
-                                                 "box": np.r_[0.3, 0.2, 0.9, np.sin(0.4), 0, 0, np.cos(0.4)]})
-    assert repair_target(tipped, free, holding=False, config=CONFIG).focus is None  # 46 degrees over: left lying
+    moved = repair_target(now.observation, free, False, TASK, CONFIG)
+    assert (moved.focus, moved.focus_held, moved.focus_tipped) == ("box", False, False)  # the jar moved more: unnamed
+    over = np.r_[0.3, 0.0, 0.9, np.sin(0.4), 0, 0, np.cos(0.4)]  # 46 degrees over, in place
+    tipped = dict(now.observation, object_poses={**now.observation["object_poses"], "box": over})
+    both = _state(10, [0.5, 0, 1.0], {"box": [0.3, 0, 0.9], "can": [0.4, 0.3, 0.9]})
+    stand = repair_target(tipped, both, False, TASK, CONFIG)  # the can lies 20 cm off, the box knocked over
+    assert (stand.focus, stand.focus_tipped) == ("box", True)
+    assert repair_target(now.observation, free, False, "reach the goal", CONFIG).focus is None  # nothing named
 
 
 def test_repaired_needs_the_focus_back_and_the_arm_at_the_target_with_the_gripper_as_it_was():
     then = _state(10, [0.5, 0, 1.0], {"box": [0.3, 0, 0.9]})
-    goal = repair_target(_state(20, [0.5, 0, 1.0], {"box": [0.3, 0.1, 0.9]}).observation, then, False, CONFIG)
+    goal = repair_target(_state(20, [0.5, 0, 1.0], {"box": [0.3, 0.1, 0.9]}).observation, then, False, TASK, CONFIG)
     at_target = then.observation
     assert repaired(at_target, then.pose, goal, CONFIG)
     box_off = dict(at_target, object_poses={"box": np.r_[0.3, 0.05, 0.9, 0, 0, 0, 1]})

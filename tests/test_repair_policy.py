@@ -24,7 +24,7 @@ LAYOUT = FeatureLayout(("alphabet_soup_1", "basket_1"), (TASK,))
 POSES = {"alphabet_soup_1": np.r_[0.1, 0.0, 0.05, 0, 0, 0, 1.0], "basket_1": np.r_[0.0, 0.2, 0.03, 0, 0, 0, 1.0]}
 GOAL = {"eef_pos": np.array([0.0, 0.0, 0.3]), "eef_rot": np.diag([1.0, -1.0, -1.0]), "state": np.r_[0, 0, 0.3, 0, 0, 0,
         0.04, -0.04], "object_poses": {**POSES, "alphabet_soup_1": np.r_[0.2, 0.0, 0.05, 0, 0, 0, 1.0]},
-        "holding": 0.0, "focus": "alphabet_soup_1", "focus_held": 0.0}
+        "holding": 0.0, "focus": "alphabet_soup_1", "focus_held": 0.0, "focus_tipped": 0.0}
 OBS = {"state": np.r_[0.1, 0.0, 0.3, 3.14, 0, 0, 0.04, -0.04], "object_poses": POSES, "repair_target": GOAL}
 
 

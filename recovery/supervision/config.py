@@ -30,7 +30,8 @@ class RollbackConfig:
 class RepairConfig:
     """A repair policy's budget and what counts as repaired (``recovery.supervision.repair``)."""
 
-    max_steps: int = 150  # control periods one repair may take (a re-grasp and a place take ~100)
+    max_steps: int = 200  # control periods one repair may take (a re-grasp and a place take ~100-150, standing an
+    # object up ~170): a knocked-over object the base policy cannot take is a lost episode anyway
     replan_every: int = 2  # the repair policy's chunks are re-planned this often
     placed: float = 0.02  # m: an object this close to its place in the target is back (and displaced beyond it)
     tipped: float = 0.35  # rad (20 degrees): an object tilted more than this against the target lies knocked over

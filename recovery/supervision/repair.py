@@ -4,10 +4,11 @@ A physical rollback drives the arm back and leaves the objects where a disturban
 repair runs a repair policy (``vla_wrappers.repair``, behind the same ``Policy`` contract as the
 base policies) toward a target from the nominal-state memory: the object poses, the grip pose and
 the gripper of a remembered state. It restores one object, the *focus*: the object the gripper
-held there if it holds it no longer, else the object displaced the most. An object knocked over
-(tilted past ``RepairConfig.tipped``) that was not in the hand is left as it lies: a top-down grasp
-cannot stand it up. The repair ends once the focus is back and the arm is at the target's pose,
-or when its step budget is spent; control then returns to the base policy. The policy sees the
+held there if it holds it no longer; else, of the objects the task's instruction names, one
+knocked over (tilted past ``RepairConfig.tipped``), which is stood up where it lies, else the one
+displaced the most, which is set back at its place. The repair ends once the focus is back and the
+arm is at the target's pose, or when its step budget is spent; control then returns to the base
+policy. The policy sees the
 current observation and ``obs["repair_target"]`` (``RepairTarget.observation``). Object poses come
 from the simulator in LIBERO and from perception on a robot; where there are none, a repair only
 takes the arm back, over the objects rather than through them.
@@ -33,9 +34,12 @@ Poses = dict[str, np.ndarray]  # object name -> (7,) position + xyzw quaternion
 
 
 def pose_change(before: np.ndarray, after: np.ndarray) -> tuple[float, float]:
-    """(displacement m, tilt rad: the angle between the object's up axes) from one pose to another."""
-    up_before, up_after = quat_xyzw_to_matrix(before[3:7])[:, 2], quat_xyzw_to_matrix(after[3:7])[:, 2]
-    return float(np.linalg.norm(after[:3] - before[:3])), math.acos(float(np.clip(up_before @ up_after, -1.0, 1.0)))
+    """(displacement m, tilt rad) from one pose to another. The tilt is how far the object's
+    direction that pointed up at ``before`` now points away from up: which of its own axes that is
+    varies from object to object (LIBERO's soup can stands on its local y)."""
+    up_there = quat_xyzw_to_matrix(before[3:7])[2]  # the local direction that pointed up (a row of R)
+    up_now = quat_xyzw_to_matrix(after[3:7]) @ up_there
+    return float(np.linalg.norm(after[:3] - before[:3])), math.acos(float(np.clip(up_now[2], -1.0, 1.0)))
 
 
 def _finger_gap(state: np.ndarray) -> float:
@@ -52,13 +56,14 @@ class RepairTarget:
     holding: bool  # the gripper held something there
     focus: str | None = None  # the object to put back; None: the world needs nothing, only the arm
     focus_held: bool = False  # the focus was in the hand there: it goes back into the hand, not onto its place
+    focus_tipped: bool = False  # the focus lies knocked over: it is stood up where it lies
 
     def observation(self) -> dict:
         """The ``repair_target`` entry of the repair policy's observation (plain arrays, numbers and
         strings: it travels over the openpi wire too)."""
         return {"eef_pos": self.pose.pos, "eef_rot": self.pose.rot, "state": self.state,
                 "object_poses": self.object_poses, "holding": float(self.holding), "focus": self.focus or "",
-                "focus_held": float(self.focus_held)}
+                "focus_held": float(self.focus_held), "focus_tipped": float(self.focus_tipped)}
 
 
 def _held_there(target: NominalState, config: RepairConfig) -> str | None:
@@ -76,20 +81,31 @@ def in_hand(obs: Observation, name: str, config: RepairConfig) -> bool:
     return pose is not None and float(np.linalg.norm(pose[:3] - np.asarray(obs["eef_pos"]))) <= config.held
 
 
-def misplaced(obs: Observation, target: NominalState, config: RepairConfig) -> dict[str, float]:
-    """Objects a repair could put back, with how far each is from its place in the target: displaced
-    beyond ``placed``, not knocked over, not in the hand now (what the hand carries comes back with it)."""
+def named_in(instruction: str, name: str) -> bool:
+    """Whether the instruction names the object: ``alphabet_soup_1`` is "alphabet soup",
+    ``akita_black_bowl_1`` "black bowl" (a name's first word may be a brand); one word is never
+    dropped from a two-word name ("tomato sauce" is not "bbq sauce")."""
+    words = name.split("_")
+    words = words[:-1] if len(words) > 1 and words[-1].isdigit() else words
+    return any(" ".join(words[i:]) in instruction for i in range(max(len(words) - 1, 1)))
+
+
+def misplaced(obs: Observation, target: NominalState, config: RepairConfig) -> dict[str, tuple[float, float]]:
+    """Objects not as the target had them, with (displacement, tilt) against it: displaced beyond
+    ``placed`` or knocked over past ``tipped``, and not in the hand now (what the hand carries comes
+    back with it)."""
     then, now = (target.observation or {}).get("object_poses", {}), obs.get("object_poses", {})
     out = {}
     for name, pose in now.items():
         if name in then and not in_hand(obs, name, config):
             displacement, tilt = pose_change(then[name], pose)
-            if displacement > config.placed and tilt <= config.tipped:
-                out[name] = displacement
+            if displacement > config.placed or tilt > config.tipped:
+                out[name] = (displacement, tilt)
     return out
 
 
-def repair_target(obs: Observation, target: NominalState, holding: bool, config: RepairConfig) -> RepairTarget:
+def repair_target(obs: Observation, target: NominalState, holding: bool, instruction: str,
+                  config: RepairConfig) -> RepairTarget:
     """The target a repair from ``obs`` toward the remembered ``target`` steers to (see the module);
     ``holding``: the gripper holds something now, and a full hand picks nothing up: it only goes back."""
     seen = target.observation or {}
@@ -100,19 +116,23 @@ def repair_target(obs: Observation, target: NominalState, holding: bool, config:
     held = _held_there(target, config)
     if held is not None and held in obs.get("object_poses", {}):
         return replace(goal, focus=held, focus_held=True)  # it was in the hand there: pick it up again
-    moved = misplaced(obs, target, config)
-    return replace(goal, focus=max(moved, key=moved.get)) if moved else goal
+    named = {name: change for name, change in misplaced(obs, target, config).items() if named_in(instruction, name)}
+    if not named:
+        return goal
+    focus = max(named, key=lambda name: (named[name][1] > config.tipped, named[name][0]))  # knocked over first
+    return replace(goal, focus=focus, focus_tipped=named[focus][1] > config.tipped)
 
 
 def repaired(obs: Observation, pose: EefPose, goal: RepairTarget, config: RepairConfig) -> bool:
     """The focus is back (in the hand, if it was held there; at its place otherwise) and the arm is at
     the target's grip pose with the gripper as it was."""
     if goal.focus is not None:
+        displacement, tilt = pose_change(goal.object_poses[goal.focus], obs["object_poses"][goal.focus])
         if goal.focus_held:
             if not in_hand(obs, goal.focus, config):
                 return False
-        elif pose_change(goal.object_poses[goal.focus], obs["object_poses"][goal.focus])[0] > config.placed:
-            return False
+        elif tilt > config.tipped or (displacement > config.placed and not goal.focus_tipped):
+            return False  # a stood-up object need not be at its place: upright, the base policy can take it
     pos_err, rot_err = pose.distance(goal.pose)
     open_enough = goal.holding or _finger_gap(obs["state"]) >= _finger_gap(goal.state) - config.opened
     return pos_err <= config.arm_pos_tol and rot_err <= config.arm_rot_tol and open_enough

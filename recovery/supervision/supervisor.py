@@ -216,7 +216,7 @@ class Supervisor:
             self._next_target = self._target(mode)
             if mode == Mode.RETRY and self.repair is not None and self._next_target is not None \
                     and repair_target(self.memory.latest.observation, self._next_target, self.grasp.holding,
-                                      self.config.repair).focus is not None:
+                                      self._instruction, self.config.repair).focus is not None:
                 mode, self._next_target = Mode.REPAIR, self._target(Mode.REPAIR)
         if mode.is_rollback and self._next_target is None:
             mode = Mode.EXECUTE
@@ -236,7 +236,7 @@ class Supervisor:
     def _start_rollback(self, mode: Mode, obs: Observation, event: dict) -> Control:
         target = self._next_target
         if self.repair is not None and (mode in (Mode.REPAIR, Mode.RESET) or self.config.repair.every_rollback):
-            goal = repair_target(obs, target, self.grasp.holding, self.config.repair)
+            goal = repair_target(obs, target, self.grasp.holding, self._instruction, self.config.repair)
             self.repair.reset(self._instruction)
             self._rollback = PolicyRepair(target, goal, self.repair, self.config.repair)
             event = {**event, "repair": goal.focus or "arm"}

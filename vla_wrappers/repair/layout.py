@@ -3,8 +3,8 @@
 The base policy's features of the current observation (``recovery.core.features``: proprio, the
 object slots, the task), then the goal: the target's grip pose and fingers, the way there from the
 grip point, whether the gripper held something there, which object to put back (a one-hot over
-the slots) and whether it goes back into the hand or onto its place, and that object's target
-pose with the way there from where it lies. Only what a robot can perceive or remember enters.
+the slots), whether it goes back into the hand or onto its place or is to be stood up, and that
+object's target pose with the way there from where it lies (its current pose is in its slot). Only what a robot can perceive or remember enters.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 from recovery.core.features import FeatureLayout, quat_xyzw_to_matrix, rot6d
 from recovery.core.robot import Observation
 
-GOAL_SIZE = 3 + 6 + 2 + 3 + 1 + 1 + 3 + 3 + 6  # + one slot per object for the focus
+GOAL_SIZE = 3 + 6 + 2 + 3 + 1 + 1 + 1 + 3 + 3 + 6  # + one slot per object for the focus
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,8 @@ class RepairLayout:
         eef = np.asarray(state[:3], dtype=np.float64)
         target_pos = np.asarray(goal["eef_pos"], dtype=np.float64)
         values = [*target_pos.tolist(), *rot6d(np.asarray(goal["eef_rot"]).tolist()), *np.asarray(goal["state"])[6:8].tolist(),
-                  *(target_pos - eef).tolist(), float(goal["holding"]), float(goal["focus_held"])]
+                  *(target_pos - eef).tolist(), float(goal["holding"]), float(goal["focus_held"]),
+                  float(goal["focus_tipped"])]
         focus = goal["focus"] or None
         one_hot = [0.0] * len(self.base.object_names)
         if focus is not None and focus in object_poses and focus in goal["object_poses"]:
