@@ -5,7 +5,8 @@
 - ``object_push``: the task's first object of interest is shoved sideways at the onset.
 - ``object_shift``: at the onset, one of the task's objects of interest the hand does not hold is
   slid to a free spot ``shift_min``-``shift_max`` away, upright (someone moved it);
-- ``object_tip``: at the onset, one of them is laid on its side where it stands (knocked over).
+- ``object_tip``: at the onset, the first of them (what the task picks up) is laid on its side where it
+  stands (knocked over).
   Both make the worlds a repair must put back (``recovery collect-repairs``).
 - ``gripper_open``: once the policy has held the gripper closed for a while, it is forced open.
 - ``obs_noise``: a burst of Gaussian noise on the observed positions (the policy sees it; physics not).
@@ -164,7 +165,8 @@ class DisturbedBackend(RobotBackend):
         env = self.inner.raw
         sim, grip = env.sim, self.inner.eef_pose().pos
         poses = {name: sim.data.body_xpos[env.obj_body_id[name]].copy() for name in env.objects_dict}
-        free = [name for name in env.obj_of_interest if name in poses and np.linalg.norm(poses[name] - grip) > 0.06]
+        candidates = env.obj_of_interest[:1] if tip else env.obj_of_interest  # tip what the task picks up
+        free = [name for name in candidates if name in poses and np.linalg.norm(poses[name] - grip) > 0.06]
         if not free:
             return
         name = free[int(self._rng.integers(len(free)))]

@@ -87,11 +87,12 @@ def _episode(robot: KinematicRobot, supervisor: Supervisor, knock_at: int | None
     return outcome, log
 
 
-def test_a_retry_whose_world_is_as_remembered_stays_a_rollback():
+@pytest.mark.parametrize("mode", [Mode.RETRY, Mode.REPAIR])
+def test_a_recovery_whose_world_is_as_remembered_stays_a_rollback(mode):
     robot = KinematicRobot(goal=UNREACHABLE)
-    outcome, log = _episode(robot, _supervised(robot, {20: Mode.RETRY}, ServoRepair()))
+    outcome, log = _episode(robot, _supervised(robot, {20: mode}, ServoRepair()))
     (recovery,) = outcome.extras["recoveries"]
-    assert recovery["mode"] == "RETRY" and "repair" not in recovery
+    assert recovery["mode"] == mode.name and "repair" not in recovery
     assert any(isinstance(step.command, JointTarget) for step in log.steps)
 
 
@@ -137,23 +138,22 @@ def _state(step: int, eef, objects: dict, holding: bool = False) -> NominalState
 def test_the_focus_is_the_dropped_object_else_a_named_one_knocked_over_else_the_most_displaced():
     then = _state(10, [0.5, 0, 1.0], {"can": [0.5, 0, 1.0], "box": [0.3, 0, 0.9], "jar": [0.2, 0, 0.9]}, holding=True)
     now = _state(20, [0.6, 0, 1.1], {"can": [0.4, 0.1, 0.9], "box": [0.3, 0.05, 0.9], "jar": [0.2, 0.3, 0.9]})
-    dropped = repair_target(now.observation, then, False, TASK, CONFIG)
+    dropped = repair_target(now.observation, then, TASK, CONFIG)
     assert (dropped.focus, dropped.focus_held) == ("can", True)  # held there, not in the hand now
-    assert repair_target(now.observation, then, True, TASK, CONFIG).focus is None  # a full hand only goes back
     free = _state(10, [0.5, 0, 1.0], {"box": [0.3, 0, 0.9], "jar": [0.2, 0, 0.9]})
-    moved = repair_target(now.observation, free, False, TASK, CONFIG)
+    moved = repair_target(now.observation, free, TASK, CONFIG)
     assert (moved.focus, moved.focus_held, moved.focus_tipped) == ("box", False, False)  # the jar moved more: unnamed
     over = np.r_[0.3, 0.0, 0.9, np.sin(0.4), 0, 0, np.cos(0.4)]  # 46 degrees over, in place
     tipped = dict(now.observation, object_poses={**now.observation["object_poses"], "box": over})
     both = _state(10, [0.5, 0, 1.0], {"box": [0.3, 0, 0.9], "can": [0.4, 0.3, 0.9]})
-    stand = repair_target(tipped, both, False, TASK, CONFIG)  # the can lies 20 cm off, the box knocked over
+    stand = repair_target(tipped, both, TASK, CONFIG)  # the can lies 20 cm off, the box knocked over
     assert (stand.focus, stand.focus_tipped) == ("box", True)
-    assert repair_target(now.observation, free, False, "reach the goal", CONFIG).focus is None  # nothing named
+    assert repair_target(now.observation, free, "reach the goal", CONFIG).focus is None  # nothing named
 
 
 def test_repaired_needs_the_focus_back_and_the_arm_at_the_target_with_the_gripper_as_it_was():
     then = _state(10, [0.5, 0, 1.0], {"box": [0.3, 0, 0.9]})
-    goal = repair_target(_state(20, [0.5, 0, 1.0], {"box": [0.3, 0.1, 0.9]}).observation, then, False, TASK, CONFIG)
+    goal = repair_target(_state(20, [0.5, 0, 1.0], {"box": [0.3, 0.1, 0.9]}).observation, then, TASK, CONFIG)
     at_target = then.observation
     assert repaired(at_target, then.pose, goal, CONFIG)
     box_off = dict(at_target, object_poses={"box": np.r_[0.3, 0.05, 0.9, 0, 0, 0, 1]})

@@ -20,5 +20,8 @@ def _repair_features(layout: FeatureLayout, demo: RepairDemo, task_id: int, t: i
 
 
 def train_repair(config: TrainConfig) -> Checkpoint:
-    """``config.demos_dir``: where `recovery collect-repairs` wrote the repair demonstrations."""
-    return fit_chunk_net(config, load_repairs(config.demos_dir, config.suite), REPAIR, _repair_features)
+    """``config.demos_dir``: where `recovery collect-repairs` wrote the repair demonstrations. Only
+    repairs with an object to put back are cloned: the supervisor runs the repair policy only then
+    (a recovery with nothing to restore is a rollback)."""
+    demos = [demo for demo in load_repairs(config.demos_dir, config.suite) if demo.goal["focus"]]
+    return fit_chunk_net(config, demos, REPAIR, _repair_features)

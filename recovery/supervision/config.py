@@ -39,8 +39,6 @@ class RepairConfig:
     arm_pos_tol: float = 0.01  # m and rad: the arm is back at the target's grip pose
     arm_rot_tol: float = 0.1
     opened: float = 0.01  # m: with an empty hand the target's finger opening is met to within this
-    every_rollback: bool = False  # a RETRY whose world is as remembered runs the repair policy too (the arm goes
-    # back over the objects, not through them)
 
 
 @dataclass(frozen=True)
@@ -63,8 +61,8 @@ class RecoveryOptions:
 
     selector: str = "rule"
     rollback: str = RollbackConfig.kind
-    # "policy": a REPAIR (and a RESET, and a RETRY whose target's world the disturbance changed) runs the repair
-    # policy (recovery.supervision.repair); "rollback": every recovery is a rollback
+    # "policy": a recovery whose remembered world differs from the current one runs the repair policy
+    # (recovery.supervision.repair), the others a rollback; "rollback": every recovery is a rollback
     repair: str = "rollback"
     repair_policy: str = "repair"  # the registered repair policy (the shipped one of the suite), or module:Class
     repair_policy_options: dict[str, str] = field(default_factory=dict)

@@ -54,7 +54,7 @@ class RepairTarget:
     state: np.ndarray  # (8,) the standard state there (eef position, axis-angle, fingers)
     object_poses: Poses  # the world there
     holding: bool  # the gripper held something there
-    focus: str | None = None  # the object to put back; None: the world needs nothing, only the arm
+    focus: str | None = None  # the object to put back; None: the world is as remembered (no repair needed)
     focus_held: bool = False  # the focus was in the hand there: it goes back into the hand, not onto its place
     focus_tipped: bool = False  # the focus lies knocked over: it is stood up where it lies
 
@@ -104,15 +104,12 @@ def misplaced(obs: Observation, target: NominalState, config: RepairConfig) -> d
     return out
 
 
-def repair_target(obs: Observation, target: NominalState, holding: bool, instruction: str,
-                  config: RepairConfig) -> RepairTarget:
-    """The target a repair from ``obs`` toward the remembered ``target`` steers to (see the module);
-    ``holding``: the gripper holds something now, and a full hand picks nothing up: it only goes back."""
+def repair_target(obs: Observation, target: NominalState, instruction: str, config: RepairConfig) -> RepairTarget:
+    """The target a repair from ``obs`` (with an empty hand) toward the remembered ``target`` steers
+    to: its focus is None where the world there is the current one (see the module)."""
     seen = target.observation or {}
     goal = RepairTarget(target.pose, np.asarray(seen.get("state", np.zeros(8))), seen.get("object_poses", {}),
                         target.holding)
-    if holding:
-        return goal
     held = _held_there(target, config)
     if held is not None and held in obs.get("object_poses", {}):
         return replace(goal, focus=held, focus_held=True)  # it was in the hand there: pick it up again
@@ -156,4 +153,4 @@ class PolicyRepair:
         return Control(self.broker.act({**obs, "repair_target": self.goal.observation()}), mode)
 
     def result(self) -> RollbackResult:
-        return RollbackResult(self._done, self.steps, *self._errors, details={"repair": self.goal.focus or "arm"})
+        return RollbackResult(self._done, self.steps, *self._errors, details={"repair": self.goal.focus})

@@ -49,8 +49,8 @@ class Supervisor:
     def __init__(self, backend: RobotBackend, broker: ChunkBroker, selector: Selector, quality: QualityMonitor,
                  value_fn: Callable[[str], ValueFn] | None = None, risk: RiskMonitor | None = None,
                  config: SupervisorConfig = SupervisorConfig(), repair: ChunkBroker | None = None):
-        """``repair``: the repair policy's broker; with one, REPAIR and RESET run it, and so does a RETRY
-        whose target's world differs from the current one (``recovery.supervision.repair``)."""
+        """``repair``: the repair policy's broker; with one, a recovery whose remembered world differs
+        from the current one runs it (``apply``, ``recovery.supervision.repair``)."""
         if config.rollback.kind == "snapshot" and not backend.supports_snapshot:
             raise ValueError(f"{type(backend).__name__} cannot snapshot: use the physical rollback")
         if repair is not None and config.rollback.kind != "physical":
@@ -82,6 +82,7 @@ class Supervisor:
         self._rollback: Rollback | None = None
         self._rollback_mode = Mode.EXECUTE
         self._next_target: NominalState | None = None  # where the admitted rollback goes
+        self._next_goal: RepairTarget | None = None  # and, when a repair policy restores the world there, its goal
         self.applied_mode = Mode.EXECUTE  # the mode the last decision actually ran
         self._last_rollback_step, self._last_rollback_mode = 0, None
         self.recovery_steps, self.rollbacks, self.failed_rollbacks = 0, 0, 0
@@ -208,22 +209,35 @@ class Supervisor:
         """Admit the selector's ``mode`` and switch to it; returns the mode that runs. A rollback past
         the episode's budget, or one without a state it can reproduce (a physical RESET while the
         gripper holds something would drop it), becomes EXECUTE: whatever the selector, learned or
-        not, asked for. With a repair policy, a RETRY whose target's world is not the current one (an
-        object moved, or the hand lost what it held there) becomes a REPAIR: moving the arm back
-        would not restore it."""
-        self._next_target = None
+        not, asked for. With a repair policy, a recovery whose remembered world is not the current
+        one runs the repair policy toward it (``_repair_for``), as a REPAIR (a RESET stays one):
+        moving the arm back would not restore it."""
+        self._next_target, self._next_goal = None, None
         if mode.is_rollback and self.rollbacks < self.config.max_rollbacks:
             self._next_target = self._target(mode)
-            if mode == Mode.RETRY and self.repair is not None and self._next_target is not None \
-                    and repair_target(self.memory.latest.observation, self._next_target, self.grasp.holding,
-                                      self._instruction, self.config.repair).focus is not None:
-                mode, self._next_target = Mode.REPAIR, self._target(Mode.REPAIR)
+            repair = self._repair_for(mode)
+            if repair is not None:
+                (self._next_target, self._next_goal), mode = repair, Mode.RESET if mode == Mode.RESET else Mode.REPAIR
         if mode.is_rollback and self._next_target is None:
             mode = Mode.EXECUTE
         self.applied_mode = mode
         self._modes[mode.name] += 1
         self._mode = mode
         return mode
+
+    def _repair_for(self, mode: Mode) -> tuple[NominalState, RepairTarget] | None:
+        """The state a repair would bring back for ``mode`` (the best of its window a repair can
+        reproduce, holding states included; a RESET's: the start) and the repair's goal, when the
+        world there is not the current one (``recovery.supervision.repair``); None otherwise, and
+        with a full hand, which only goes back (the rollback carries what it holds)."""
+        if self.repair is None or self.grasp.holding:
+            return None
+        horizon = self.config.retry_horizon if mode == Mode.RETRY else self.config.repair_horizon
+        state = self.memory.start if mode == Mode.RESET else self.memory.best_repairable(self._step, horizon)
+        if state is None:
+            return None
+        goal = repair_target(self.memory.latest.observation, state, self._instruction, self.config.repair)
+        return (state, goal) if goal.focus is not None else None
 
     def _command(self, obs: Observation, events: tuple[dict, ...] = ()) -> Control:
         """The base policy's action for this step, or a hold."""
@@ -235,11 +249,10 @@ class Supervisor:
 
     def _start_rollback(self, mode: Mode, obs: Observation, event: dict) -> Control:
         target = self._next_target
-        if self.repair is not None and (mode in (Mode.REPAIR, Mode.RESET) or self.config.repair.every_rollback):
-            goal = repair_target(obs, target, self.grasp.holding, self._instruction, self.config.repair)
+        if self._next_goal is not None:
             self.repair.reset(self._instruction)
-            self._rollback = PolicyRepair(target, goal, self.repair, self.config.repair)
-            event = {**event, "repair": goal.focus or "arm"}
+            self._rollback = PolicyRepair(target, self._next_goal, self.repair, self.config.repair)
+            event = {**event, "repair": self._next_goal.focus}
         else:
             self._rollback = start_rollback(target, self.config.rollback, self.backend)
         self._rollback_mode = mode
@@ -278,14 +291,9 @@ class Supervisor:
         of the last ``repair_horizon``; RESET: the episode's start. A physical rollback takes only
         states it can reproduce (``NominalMemory.best_physical``): while the gripper holds
         something, it carries it back to a state where it held it (None when there is none, or for
-        a RESET); otherwise it falls back to the start when the window has no free state. With an
-        empty hand, a repair policy's REPAIR takes any state it can bring back, holding ones included
-        (``NominalMemory.best_repairable``)."""
+        a RESET); otherwise it falls back to the start when the window has no free state."""
         cfg, memory = self.config, self.memory
         carrying = cfg.rollback.kind == "physical" and self.grasp.holding
-        if self.repair is not None and mode in (Mode.REPAIR, Mode.RESET) and not carrying:
-            return memory.start if mode == Mode.RESET else \
-                memory.best_repairable(self._step, cfg.repair_horizon) or memory.start
         if mode == Mode.RESET:
             return None if carrying else memory.start
         horizon = cfg.retry_horizon if mode == Mode.RETRY else cfg.repair_horizon
