@@ -61,14 +61,16 @@ def test_a_repair_checkpoint_runs_as_a_repair_policy_and_nowhere_else(tmp_path):
 @pytest.mark.sim
 @pytest.mark.slow
 def test_collect_train_and_repair(tmp_path):
-    counts = collect_repairs(RepairCollectConfig(suite="libero_object", tasks=(0,), episodes=2,
-                                                 disturbances=("object_push",), out_dir=tmp_path, progress=False))
+    counts = collect_repairs(RepairCollectConfig(suite="libero_object", tasks=(0,), episodes=3,
+                                                 disturbances=("object_shift",), out_dir=tmp_path, progress=False))
     (count,) = counts.values()
     assert count >= 1
     (path,) = (tmp_path / "libero_object").glob("*.hdf5")
     with h5py.File(path) as f:
         repair = f["data"][sorted(f["data"])[0]]
-        assert repair.attrs["disturbance"] == "object_push" and repair.attrs["seed"] >= 2000  # sampled layouts
+        seed = int(repair.attrs["seed"])
+        assert repair.attrs["disturbance"] == "object_shift" and repair.attrs["seed"] >= 2000  # sampled layouts
+        assert repair.attrs["focus"] == "alphabet_soup_1" or repair.attrs["focus"] == "basket_1"  # what it named
         assert repair["actions"].shape[0] == repair["obs/state"].shape[0] == repair.attrs["num_steps"]
     demos = load_repairs(tmp_path, "libero_object")
     assert len(demos) == count and np.abs(demos[0].actions).max() <= 1.0
@@ -76,10 +78,11 @@ def test_collect_train_and_repair(tmp_path):
     train_repair(TrainConfig(suite="libero_object", demos_dir=tmp_path, out=out, epochs=2, net=NetConfig(hidden=32),
                              progress=False))
     (record,) = evaluate(EvalConfig(
-        suite="libero_object", tasks=(0,), episodes=1, policy="embedded", disturbance="object_push", max_steps=120,
+        suite="libero_object", tasks=(0,), episodes=1, sampled_layouts=True, seed=seed, policy="embedded",
+        disturbance="object_shift", max_steps=120,  # the layout and shift of a repaired episode
         out=tmp_path / "r.jsonl", progress=False,
         recovery=RecoveryOptions(selector="oracle_repair", repair="policy",
                                  repair_policy_options={"checkpoint": str(out), "device": "cpu"})))
     assert record["error"] is None and record["repair"] == "policy"
     (recovery,) = record["recovery"]["recoveries"]
-    assert recovery["mode"] == "REPAIR" and "repair" in recovery and recovery["steps"] > 0
+    assert recovery["mode"] == "REPAIR" and recovery["repair"] in ("alphabet_soup_1", "basket_1") and recovery["steps"] > 0
