@@ -13,6 +13,7 @@ setup(
     packages=find_packages(include=["recovery*", "vla_wrappers*", "critics*", "sim*", "ros_nodes*"]),
     package_data={  # shipped so that the main job runs on a fresh machine with no download
         "vla_wrappers.embedded": ["checkpoints/*.pt"],
+        "vla_wrappers.repair": ["checkpoints/*.pt"],
         "critics": ["checkpoints/*.pt", "checkpoints/*.json", "references/*/*.npz"],
         "recovery.supervision": ["checkpoints/*.zip"],
     },

@@ -51,10 +51,15 @@ class NominalMemory:
     def latest(self) -> NominalState:
         return self._states[-1]
 
+    def ranked(self, now: int, horizon: int, score: str = "quality", fits=lambda s: True) -> list[NominalState]:
+        """The states of the last ``horizon`` steps that ``fits``, best ``score`` first (latest first among equals)."""
+        candidates = [s for s in reversed(self._states) if now - horizon <= s.step < now and fits(s)]
+        return sorted(candidates, key=lambda s: getattr(s, score), reverse=True)
+
     def _best(self, now: int, horizon: int, score: str, fits=lambda s: True) -> NominalState | None:
         """Highest ``score`` among the states of the last ``horizon`` steps that ``fits`` (latest wins ties)."""
-        candidates = [s for s in self._states if now - horizon <= s.step < now and fits(s)]
-        return max(reversed(candidates), key=lambda s: getattr(s, score)) if candidates else None
+        ranked = self.ranked(now, horizon, score, fits)
+        return ranked[0] if ranked else None
 
     def best_recent(self, now: int, horizon: int = 15, score: str = "quality") -> NominalState | None:
         """Highest ``score`` within the last ``horizon`` steps (latest wins ties)."""
@@ -70,7 +75,8 @@ class NominalMemory:
         return self._best(now, horizon, score,
                           (lambda s: s.holding) if carrying else (lambda s: s.contact_free and not s.closing))
 
-    def best_repairable(self, now: int, horizon: int, score: str = "quality") -> NominalState | None:
-        """The best state a repair can bring back (``recovery.supervision.repair``): it re-grasps what
-        the gripper held there, so holding states qualify too; a gripper caught closing does not."""
-        return self._best(now, horizon, score, lambda s: s.holding or not s.closing)
+    def repairable(self, now: int, horizon: int, score: str = "quality") -> list[NominalState]:
+        """The states of the last ``horizon`` steps a repair can bring back (``recovery.supervision.repair``),
+        best first: it re-grasps what the gripper held there, so holding states qualify too; a gripper
+        caught closing does not."""
+        return self.ranked(now, horizon, score, lambda s: s.holding or not s.closing)

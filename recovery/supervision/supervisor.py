@@ -27,7 +27,7 @@ from recovery.supervision.config import SupervisorConfig
 from recovery.supervision.grasp import GraspMonitor
 from recovery.supervision.memory import NominalMemory, NominalState
 from recovery.supervision.repair import PolicyRepair, RepairTarget, repair_target
-from recovery.supervision.rollback import Rollback, start_rollback
+from recovery.supervision.rollback import Rollback, RollbackResult, start_rollback
 from vla_wrappers.broker import ChunkBroker
 
 ValueFn = Callable[[Sequence[Observation]], list[float]]  # V of each observation, in one pass
@@ -136,10 +136,7 @@ class Supervisor:
         self._score()
         recoveries = self._recoveries
         if self._rollback is not None:  # the episode ended inside one (a success, or the budget spent)
-            result = self._rollback.result()
-            recoveries = recoveries + [{"step": self._step, "mode": self._rollback_mode.name, "target_step":
-                                        self._rollback.target.step, "reached": False, "steps": result.steps,
-                                        "unfinished": True, **result.details}]
+            recoveries = recoveries + [{**self._recovery_record(self._rollback.result()), "unfinished": True}]
         out = {"modes": dict(self._modes), "rollbacks": self.rollbacks, "failed_rollbacks": self.failed_rollbacks,
                "recovery_steps": self.recovery_steps, "rollback": self.config.rollback.kind,
                "recoveries": recoveries}
@@ -226,18 +223,21 @@ class Supervisor:
         return mode
 
     def _repair_for(self, mode: Mode) -> tuple[NominalState, RepairTarget] | None:
-        """The state a repair would bring back for ``mode`` (the best of its window a repair can
-        reproduce, holding states included; a RESET's: the start) and the repair's goal, when the
-        world there is not the current one (``recovery.supervision.repair``); None otherwise, and
-        with a full hand, which only goes back (the rollback carries what it holds)."""
+        """The state a repair would bring back for ``mode`` and the repair's goal: the best state of
+        the mode's window whose world is not the current one and that a repair can reproduce
+        (``NominalMemory.repairable``: the best of the window may already show the disturbed world,
+        which only the arm's rollback can give back); a RESET's: the start, if its world differs. None
+        where nothing differs, and with a full hand, which only goes back (the rollback carries what
+        it holds)."""
         if self.repair is None or self.grasp.holding:
             return None
         horizon = self.config.retry_horizon if mode == Mode.RETRY else self.config.repair_horizon
-        state = self.memory.start if mode == Mode.RESET else self.memory.best_repairable(self._step, horizon)
-        if state is None:
-            return None
-        goal = repair_target(self.memory.latest.observation, state, self._instruction, self.config.repair)
-        return (state, goal) if goal.focus is not None else None
+        states = [self.memory.start] if mode == Mode.RESET else self.memory.repairable(self._step, horizon)
+        for state in states:
+            goal = repair_target(self.memory.latest.observation, state, self._instruction, self.config.repair)
+            if goal.focus is not None:
+                return state, goal
+        return None
 
     def _command(self, obs: Observation, events: tuple[dict, ...] = ()) -> Control:
         """The base policy's action for this step, or a hold."""
@@ -279,12 +279,17 @@ class Supervisor:
         self._history["quality"].clear()
         self._history["tracking"].clear()
         self._mode = Mode.EXECUTE
-        record = {"step": self._step, "mode": mode.name, "target_step": target.step, "reached": result.reached,
-                  "steps": result.steps, **result.details}
-        if result.refused:
-            record["refused"] = result.refused
+        record = self._recovery_record(result, mode, target)
         self._recoveries.append(record)
         return {"event": "rollback_end", **record, "pos_error": result.pos_error, "rot_error": result.rot_error}
+
+    def _recovery_record(self, result: RollbackResult, mode: Mode | None = None,
+                         target: NominalState | None = None) -> dict:
+        """What the results record shows of a recovery (by default the one under way)."""
+        mode, target = mode or self._rollback_mode, target or self._rollback.target
+        record = {"step": self._step, "mode": mode.name, "target_step": target.step, "reached": result.reached,
+                  "steps": result.steps, **result.details}
+        return {**record, "refused": result.refused} if result.refused else record
 
     def _target(self, mode: Mode) -> NominalState | None:
         """RETRY: best quality of the last ``retry_horizon`` steps; REPAIR: best contact-free state

@@ -4,7 +4,8 @@ The base policy's features of the current observation (``recovery.core.features`
 object slots, the task), then the goal: the target's grip pose and fingers, the way there from the
 grip point, whether the gripper held something there, which object to put back (a one-hot over
 the slots), whether it goes back into the hand or onto its place or is to be stood up, and that
-object's target pose with the way there from where it lies (its current pose is in its slot). Only what a robot can perceive or remember enters.
+object's target pose with the way there from where it lies, and its current pose and the way to it
+from the grip point (also in its slot, but a network finds them far more easily in fixed places). Only what a robot can perceive or remember enters.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 from recovery.core.features import FeatureLayout, quat_xyzw_to_matrix, rot6d
 from recovery.core.robot import Observation
 
-GOAL_SIZE = 3 + 6 + 2 + 3 + 1 + 1 + 1 + 3 + 3 + 6  # + one slot per object for the focus
+GOAL_SIZE = 3 + 6 + 2 + 3 + 1 + 1 + 1 + 3 + 3 + 6 + 3 + 3 + 6  # + one slot per object for the focus
 
 
 @dataclass(frozen=True)
@@ -40,9 +41,10 @@ class RepairLayout:
             one_hot[self.base.object_names.index(focus)] = 1.0
             there, now = np.asarray(goal["object_poses"][focus]), np.asarray(object_poses[focus])
             values += [*there[:3].tolist(), *(there[:3] - now[:3]).tolist(),
-                       *rot6d(quat_xyzw_to_matrix(there[3:7]).tolist())]
+                       *rot6d(quat_xyzw_to_matrix(there[3:7]).tolist()),
+                       *now[:3].tolist(), *(now[:3] - eef).tolist(), *rot6d(quat_xyzw_to_matrix(now[3:7]).tolist())]
         else:
-            values += [0.0] * 12
+            values += [0.0] * 24
         base = self.base.featurize(np.asarray(state), object_poses, task_id)
         return np.concatenate([base, np.array(values + one_hot, dtype=np.float32)])
 
