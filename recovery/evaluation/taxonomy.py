@@ -23,10 +23,10 @@ from collections import Counter
 from dataclasses import dataclass
 
 from recovery.core.protocol import max_steps_for
+from recovery.supervision.config import RepairConfig
 from recovery.evaluation.stats import episode_key
 
-TIPPED = 0.35  # rad (20 degrees)
-DISPLACED = 0.02  # m
+TIPPED, DISPLACED = RepairConfig.tipped, RepairConfig.placed  # what a repair counts as knocked over / moved
 LIFTED = 0.03  # m
 FINGERS = 0.01  # m
 CLASSES = ("no rollback", "tipped", "dropped", "displaced", "arm short", "gripper reopened", "out of time",

@@ -4,8 +4,9 @@ A physical rollback drives the arm back to a remembered state and leaves the obj
 disturbance left them. This episode subscriber (``recovery eval --record-world``) measures how far
 the world was from that state when the rollback was decided and when it ended, and at the end of
 the episode, from the privileged object poses every LIBERO observation carries. Per object that
-differs by more than ``LISTED``: [displacement m, tilt rad (the angle between its up axes), height
-change m].
+differs by more than ``LISTED``: [displacement m, tilt rad (``recovery.supervision.repair.pose_change``:
+about the direction that pointed up), height change m]. The records in reports/taxonomy/ measured the
+tilt between the objects' local z axes, which misses a soup can (it stands on its local y) knocked over.
 """
 
 from __future__ import annotations
