@@ -80,9 +80,13 @@ def format_table(rows: list[RateRow]) -> str:
 
 
 def variant_label(record: dict) -> str:
-    """policy, selector (+ rollback kind) and disturbance: what a comparison column is."""
+    """policy, selector (+ rollback kind, + the repair policy where one ran) and disturbance: what a
+    comparison column is."""
     selector = record.get("selector", "off")
     recovery = "no supervisor" if selector == "off" else f"{selector}/{record.get('rollback', 'physical')}"
+    if record.get("repair", "rollback") == "policy":
+        policy = (record.get("selector_settings") or {}).get("repair_policy", "repair")
+        recovery += "+repair" if policy == "repair" else f"+{policy.rsplit(':', 1)[-1]}"
     return f"{record['policy']} · {recovery} · {record.get('disturbance', 'none')}"
 
 

@@ -30,6 +30,8 @@ class RollbackConfig:
 class RepairConfig:
     """A repair policy's budget and what counts as repaired (``recovery.supervision.repair``)."""
 
+    horizon: int = 80  # policy steps a repair looks back for the world to restore: a rollback's window (15, 30)
+    # often holds only states after the disturbance changed it
     max_steps: int = 200  # control periods one repair may take (a re-grasp and a place take ~100-150, standing an
     # object up ~170): a knocked-over object the base policy cannot take is a lost episode anyway
     replan_every: int = 2  # the repair policy's chunks are re-planned this often

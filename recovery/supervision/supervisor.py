@@ -58,7 +58,7 @@ class Supervisor:
         self.backend, self.broker, self.selector, self.repair = backend, broker, selector, repair
         self.quality, self.risk, self.config = quality, risk, config
         self._value_for_task = value_fn
-        self.memory = NominalMemory(capacity=max(config.repair_horizon, config.retry_horizon) + 2)
+        self.memory = NominalMemory(capacity=max(config.repair_horizon, config.retry_horizon, config.repair.horizon) + 2)
         self.grasp = GraspMonitor(config.grasp_latch)
         self.tracking = TrackingMonitor()
 
@@ -224,15 +224,15 @@ class Supervisor:
 
     def _repair_for(self, mode: Mode) -> tuple[NominalState, RepairTarget] | None:
         """The state a repair would bring back for ``mode`` and the repair's goal: the best state of
-        the mode's window whose world is not the current one and that a repair can reproduce
-        (``NominalMemory.repairable``: the best of the window may already show the disturbed world,
-        which only the arm's rollback can give back); a RESET's: the start, if its world differs. None
-        where nothing differs, and with a full hand, which only goes back (the rollback carries what
-        it holds)."""
+        the last ``RepairConfig.horizon`` steps whose world is not the current one and that a repair
+        can reproduce (``NominalMemory.repairable``; the rollbacks' windows often hold only states
+        that already show the disturbed world, which moving the arm back cannot undo); a RESET's: the
+        start, if its world differs. None where nothing differs, and with a full hand, which only goes
+        back (the rollback carries what it holds)."""
         if self.repair is None or self.grasp.holding:
             return None
-        horizon = self.config.retry_horizon if mode == Mode.RETRY else self.config.repair_horizon
-        states = [self.memory.start] if mode == Mode.RESET else self.memory.repairable(self._step, horizon)
+        states = [self.memory.start] if mode == Mode.RESET else \
+            self.memory.repairable(self._step, self.config.repair.horizon)
         for state in states:
             goal = repair_target(self.memory.latest.observation, state, self._instruction, self.config.repair)
             if goal.focus is not None:
