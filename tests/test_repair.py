@@ -13,6 +13,7 @@ from recovery.core.robot import EefPose, JointTarget, Observation
 from recovery.supervision.config import RepairConfig, SupervisorConfig
 from recovery.supervision.memory import NominalState
 from recovery.supervision.repair import repair_target, repaired
+from recovery.supervision.selectors import RuleSelector
 from recovery.supervision.supervisor import Supervisor
 from tests.kinematic_robot import BASE, GRASP_REACH, KinematicRobot, ReachPolicy
 from tests.test_loop import UNREACHABLE, Log, ScriptedSelector
@@ -170,3 +171,24 @@ def test_a_repair_policy_needs_the_physical_rollback():
         Supervisor(robot, ChunkBroker(ReachPolicy(robot)), ScriptedSelector({}), QualityMonitor(None),
                    config=SupervisorConfig(rollback=SupervisorConfig().rollback.__class__(kind="snapshot")),
                    repair=ChunkBroker(Idle()))
+
+
+def test_the_rule_repairs_a_named_object_knocked_over_that_nothing_else_would_notice():
+    """Quality and tracking stay calm (the arm was never touched); only the world says so."""
+    def knock_over(robot: KinematicRobot, step) -> None:
+        if step.index == 30:
+            robot.objects["can"][3:7] = [np.sin(np.pi / 4), 0.0, 0.0, np.cos(np.pi / 4)]  # a quarter over, xyzw
+
+    for repair, expected in ((Idle(), [("REPAIR", "can", False)]), (None, [])):
+        robot = KinematicRobot(goal=UNREACHABLE)
+        config = SupervisorConfig(repair=RepairConfig(max_steps=20))
+        supervisor = Supervisor(robot, ChunkBroker(ReachPolicy(robot, UNREACHABLE)), RuleSelector(), QualityMonitor(None),
+                                config=config, repair=ChunkBroker(repair, 1) if repair else None)
+        log = Log()
+        log.on_step = lambda step, record=log.on_step, robot=robot: (record(step), knock_over(robot, step))
+        robot.instruction = TASK
+        robot.reset(0, 7)
+        robot.place("can", CAN)
+        outcome = run_episode(robot, supervisor, TASK, LoopConfig(max_steps=80, wait_steps=0), (log,))
+        got = [(r["mode"], r.get("repair"), r["reached"]) for r in outcome.extras["recoveries"]]
+        assert got[:1] == expected, got

@@ -43,6 +43,8 @@ class DecisionContext:
     steps_since_rollback: int  # since the last rollback (or the episode start)
     last_rollback_mode: Mode | None
     history: Mapping[str, np.ndarray] = field(default_factory=dict)  # last N steps: proprio, actions, q, v, risk
+    # objects the task names lying knocked over, which a repair policy could stand up (empty without one)
+    knocked_over: tuple[str, ...] = ()
 
 
 class UnknownSelectorError(RecoveryError, ValueError):

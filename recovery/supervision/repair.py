@@ -104,6 +104,12 @@ def misplaced(obs: Observation, target: NominalState, config: RepairConfig) -> d
     return out
 
 
+def knocked_over(obs: Observation, start: NominalState, instruction: str, config: RepairConfig) -> tuple[str, ...]:
+    """The objects the instruction names that lie knocked over now, against how they stood at the start."""
+    return tuple(name for name, (_, tilt) in misplaced(obs, start, config).items()
+                 if tilt > config.tipped and named_in(instruction, name))
+
+
 def repair_target(obs: Observation, target: NominalState, instruction: str, config: RepairConfig) -> RepairTarget:
     """The target a repair from ``obs`` (with an empty hand) toward the remembered ``target`` steers
     to: its focus is None where the world there is the current one (see the module)."""

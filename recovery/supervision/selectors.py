@@ -61,7 +61,8 @@ class RuleConfig:
 
 class RuleSelector:
     """Intervene when execution quality is low or just dropped, when a disturbance has just pushed
-    the arm off its commands, or when the value critic's history says decline / abrupt drop.
+    the arm off its commands, or when the value critic's history says decline / abrupt drop; with a
+    repair policy, REPAIR when an object the task names lies knocked over.
     Early matters: RETRY goes back to the best state of the last 15 steps, which must still be a
     state from before the trouble."""
 
@@ -79,6 +80,8 @@ class RuleSelector:
         cfg = self.config
         if ctx.rollbacks_left <= 0 or ctx.steps_since_rollback < cfg.cooldown:
             return Mode.EXECUTE
+        if ctx.knocked_over:  # only a repair policy can stand them up: the supervisor says so only with one
+            return Mode.REPAIR
         window = cfg.drop_peak_window(ctx.steps_since_rollback)
         recent = ctx.history.get("quality", np.array([]))[-window:] if window > 1 else ()
         dropped = len(recent) > 1 and float(np.max(recent)) - ctx.quality >= cfg.quality_drop

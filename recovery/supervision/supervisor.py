@@ -26,7 +26,7 @@ from recovery.core.robot import ContactInfo, EefPose, Observation, RobotBackend
 from recovery.supervision.config import SupervisorConfig
 from recovery.supervision.grasp import GraspMonitor
 from recovery.supervision.memory import NominalMemory, NominalState
-from recovery.supervision.repair import PolicyRepair, RepairTarget, repair_target
+from recovery.supervision.repair import PolicyRepair, RepairTarget, knocked_over, repair_target
 from recovery.supervision.rollback import Rollback, RollbackResult, start_rollback
 from vla_wrappers.broker import ChunkBroker
 
@@ -200,6 +200,8 @@ class Supervisor:
             rollbacks_left=self.config.max_rollbacks - self.rollbacks,
             steps_since_rollback=self._step - self._last_rollback_step, last_rollback_mode=self._last_rollback_mode,
             history=History({k: tuple(v) for k, v in self._history.items()}),
+            knocked_over=knocked_over(self.memory.latest.observation, self.memory.start, self._instruction,
+                                      self.config.repair) if self.repair is not None else (),
         )
 
     def apply(self, mode: Mode) -> Mode:
@@ -226,13 +228,13 @@ class Supervisor:
         """The state a repair would bring back for ``mode`` and the repair's goal: the best state of
         the last ``RepairConfig.horizon`` steps whose world is not the current one and that a repair
         can reproduce (``NominalMemory.repairable``; the rollbacks' windows often hold only states
-        that already show the disturbed world, which moving the arm back cannot undo); a RESET's: the
-        start, if its world differs. None where nothing differs, and with a full hand, which only goes
+        that already show the disturbed world, which moving the arm back cannot undo), else the start;
+        a RESET's: the start, if its world differs. None where nothing differs, and with a full hand, which only goes
         back (the rollback carries what it holds)."""
         if self.repair is None or self.grasp.holding:
             return None
         states = [self.memory.start] if mode == Mode.RESET else \
-            self.memory.repairable(self._step, self.config.repair.horizon)
+            [*self.memory.repairable(self._step, self.config.repair.horizon), self.memory.start]
         for state in states:
             goal = repair_target(self.memory.latest.observation, state, self._instruction, self.config.repair)
             if goal.focus is not None:
