@@ -204,20 +204,27 @@ def _cmd_collect_demos(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_train_policy(args: argparse.Namespace) -> int:
-    from recovery.pipelines.train_policy import TrainConfig, train
+def _fit(args: argparse.Namespace, train, data: Path, out: Path, evaluate: str) -> int:
+    """train-policy and train-repair: one network, one training, two kinds of demonstrations."""
+    from recovery.pipelines.train_policy import TrainConfig
     from vla_wrappers.embedded.model import NetConfig
 
-    out = args.out or Path("checkpoints") / f"embedded_{args.suite}.pt"
     checkpoint = train(TrainConfig(
-        suite=args.suite, demos_dir=args.demos, out=out, epochs=args.epochs, seed=args.seed, device=args.device,
+        suite=args.suite, demos_dir=data, out=out, epochs=args.epochs, seed=args.seed, device=args.device,
         net=NetConfig(horizon=args.horizon, hidden=args.hidden), progress=not args.no_progress,
     ))
     t = checkpoint.training
-    print(f"{out}: {t['train_demos']} train / {t['val_demos']} val demos, {t['samples']} samples, "
+    print(f"{out}: {t['train_demos']} train / {t['val_demos']} val demonstrations, {t['samples']} samples, "
           f"{t['epochs']} epochs in {t['minutes']} min on {t['device']}; final {t['final']}")
-    print(f"evaluate: recovery eval --suite {args.suite} --policy embedded --policy-opt checkpoint={out}")
+    print(f"evaluate: recovery eval --suite {args.suite} --policy embedded {evaluate}={out}")
     return 0
+
+
+def _cmd_train_policy(args: argparse.Namespace) -> int:
+    from recovery.pipelines.train_policy import train
+
+    return _fit(args, train, args.demos, args.out or Path("checkpoints") / f"embedded_{args.suite}.pt",
+                "--policy-opt checkpoint")
 
 
 def _cmd_collect_repairs(args: argparse.Namespace) -> int:
@@ -234,21 +241,10 @@ def _cmd_collect_repairs(args: argparse.Namespace) -> int:
 
 
 def _cmd_train_repair(args: argparse.Namespace) -> int:
-    from recovery.pipelines.train_policy import TrainConfig
     from recovery.pipelines.train_repair import train_repair
-    from vla_wrappers.embedded.model import NetConfig
 
-    out = args.out or Path("checkpoints") / "repair" / f"{args.suite}.pt"
-    checkpoint = train_repair(TrainConfig(
-        suite=args.suite, demos_dir=args.repairs, out=out, epochs=args.epochs, seed=args.seed, device=args.device,
-        net=NetConfig(horizon=args.horizon, hidden=args.hidden), progress=not args.no_progress,
-    ))
-    t = checkpoint.training
-    print(f"{out}: {t['train_demos']} train / {t['val_demos']} val repairs, {t['samples']} samples, "
-          f"{t['epochs']} epochs in {t['minutes']} min on {t['device']}; final {t['final']}")
-    print(f"evaluate: recovery eval --suite {args.suite} --policy embedded --selector rule --repair policy "
-          f"--repair-opt checkpoint={out}")
-    return 0
+    return _fit(args, train_repair, args.repairs, args.out or Path("checkpoints") / "repair" / f"{args.suite}.pt",
+                "--selector rule --repair policy --repair-opt checkpoint")
 
 
 def _cmd_build_references(args: argparse.Namespace) -> int:
@@ -456,22 +452,29 @@ def _collect_demos_options(cd: argparse.ArgumentParser) -> None:
     cd.add_argument("--no-progress", action="store_true")
 
 
-def _train_policy_options(tp: argparse.ArgumentParser) -> None:
+def _training_options(parser: argparse.ArgumentParser) -> None:
+    """What train-policy and train-repair share: the network and its training."""
     from recovery.pipelines.train_policy import TrainConfig
     from vla_wrappers.embedded.model import NetConfig
+
+    parser.add_argument("--epochs", type=int, default=TrainConfig.epochs, help="default %(default)s")
+    parser.add_argument("--horizon", type=int, default=NetConfig.horizon,
+                        help="actions per predicted chunk (default %(default)s)")
+    parser.add_argument("--hidden", type=int, default=NetConfig.hidden, help="MLP width (default %(default)s)")
+    parser.add_argument("--seed", type=int, default=TrainConfig.seed)
+    parser.add_argument("--device", default=TrainConfig.device,
+                        help="cpu, cuda or auto (default %(default)s: CUDA if present)")
+    parser.add_argument("--no-progress", action="store_true")
+
+
+def _train_policy_options(tp: argparse.ArgumentParser) -> None:
+    from recovery.pipelines.train_policy import TrainConfig
 
     tp.add_argument("--suite", required=True)
     tp.add_argument("--demos", type=Path, default=TrainConfig.demos_dir,
                     help="demonstrations directory (default %(default)s)")
     tp.add_argument("--out", type=Path, help="checkpoint path (default checkpoints/embedded_SUITE.pt)")
-    tp.add_argument("--epochs", type=int, default=TrainConfig.epochs, help="default %(default)s")
-    tp.add_argument("--horizon", type=int, default=NetConfig.horizon,
-                    help="actions per predicted chunk (default %(default)s)")
-    tp.add_argument("--hidden", type=int, default=NetConfig.hidden, help="MLP width (default %(default)s)")
-    tp.add_argument("--seed", type=int, default=TrainConfig.seed)
-    tp.add_argument("--device", default=TrainConfig.device,
-                    help="cpu, cuda or auto (default %(default)s: CUDA if present)")
-    tp.add_argument("--no-progress", action="store_true")
+    _training_options(tp)
 
 
 def _collect_repairs_options(cr: argparse.ArgumentParser) -> None:
@@ -492,22 +495,12 @@ def _collect_repairs_options(cr: argparse.ArgumentParser) -> None:
 
 
 def _train_repair_options(tr: argparse.ArgumentParser) -> None:
-    from recovery.pipelines.train_policy import TrainConfig
-    from vla_wrappers.embedded.model import NetConfig
-
     tr.add_argument("--suite", required=True)
     tr.add_argument("--repairs", type=Path, default=Path("repairs"),
                     help="repair demonstrations of `recovery collect-repairs` (default %(default)s)")
     tr.add_argument("--out", type=Path, help="checkpoint path (default checkpoints/repair/SUITE.pt; copy it into "
                     "vla_wrappers/repair/checkpoints/ to ship it)")
-    tr.add_argument("--epochs", type=int, default=TrainConfig.epochs, help="default %(default)s")
-    tr.add_argument("--horizon", type=int, default=NetConfig.horizon,
-                    help="actions per predicted chunk (default %(default)s)")
-    tr.add_argument("--hidden", type=int, default=NetConfig.hidden, help="MLP width (default %(default)s)")
-    tr.add_argument("--seed", type=int, default=TrainConfig.seed)
-    tr.add_argument("--device", default=TrainConfig.device,
-                    help="cpu, cuda or auto (default %(default)s: CUDA if present)")
-    tr.add_argument("--no-progress", action="store_true")
+    _training_options(tr)
 
 
 def _build_references_options(br: argparse.ArgumentParser) -> None:

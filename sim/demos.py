@@ -52,6 +52,7 @@ def write_demo(path: Path, task: TaskSpec, name: str, record: dict) -> None:
 
 
 def count_demos(path: Path) -> int:
+    """Demonstrations in a file (``sim.repair_demos`` files too: one group under ``data`` each)."""
     if not path.exists():
         return 0
     with h5py.File(path, "r") as f:

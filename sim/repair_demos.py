@@ -62,13 +62,6 @@ def write_repairs(path: Path, task: TaskSpec, record: dict) -> int:
     return kept
 
 
-def count_repairs(path: Path) -> int:
-    if not path.exists():
-        return 0
-    with h5py.File(path, "r") as f:
-        return len(f.get("data", {}))
-
-
 @dataclass(frozen=True)
 class RepairDemo:
     instruction: str

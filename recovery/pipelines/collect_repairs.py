@@ -18,7 +18,8 @@ from pathlib import Path
 from recovery.evaluation.runner import EvalConfig, evaluate
 from recovery.supervision.config import RecoveryOptions
 from sim.disturbances import DISTURBANCES
-from sim.repair_demos import count_repairs, repair_path, write_repairs
+from sim.demos import count_demos
+from sim.repair_demos import repair_path, write_repairs
 from sim.tasks import resolve_task, resolve_tasks
 
 CORRECTOR = "sim.corrector:CorrectorPolicy"
@@ -58,4 +59,4 @@ def collect_repairs(config: RepairCollectConfig) -> dict[str, int]:
             record_trajectories=True, progress=config.progress,
             recovery=RecoveryOptions(selector="oracle_repair", repair="policy", repair_policy=CORRECTOR),
         ), on_record=save)
-    return {t.name: count_repairs(repair_path(config.out_dir, t)) for t in tasks}
+    return {t.name: count_demos(repair_path(config.out_dir, t)) for t in tasks}  # the same layout of groups
