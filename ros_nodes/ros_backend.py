@@ -51,6 +51,7 @@ class RosBackend(RobotBackend):
         self.joints = JointMapper(config.joints.names, config.joints.finger_names)
         self.state = ArmStateCache()
         self._motion: JointTarget | None = None  # the joint target whose trajectory the controller runs
+        self._twisted_at = -np.inf  # when the last twist went out (node clock)
         self._command_lock = threading.Lock()  # an e-stop can never slip between its check and a publish
         self._estopped = False
         self._next_tick: float | None = None
@@ -173,6 +174,7 @@ class RosBackend(RobotBackend):
         self._next_tick = None
         self._obs = None
         self._motion = None
+        self._twisted_at = -np.inf
 
     def engage_emergency_stop(self) -> None:
         with self._command_lock:
@@ -214,12 +216,18 @@ class RosBackend(RobotBackend):
             self._twist_pub.publish(msg)
             self._gripper_pub.publish(Float64(data=gripper))
         self._motion = None
+        self._twisted_at = self.now()
 
     def _follow(self, target: JointTarget) -> None:
         """Send the trajectory to a new target; while the controller runs it, command nothing more."""
         if self._motion is not None and np.array_equal(self._motion.joints, target.joints):
             self._check_estop()
             return
+        # plan from joints that include the last twist: the arm executes it on its next tick, and a
+        # trajectory whose first point is where the arm no longer is would be refused (or jerk)
+        if not self.wait_for_state(since=self._twisted_at + 2 * self.config.period, timeout=self.config.max_state_age_s):
+            raise StaleStateError(f"no joint state within {self.config.max_state_age_s} s of the last twist: "
+                                  "no trajectory is planned from an old one")
         path = self._checked_path(target)
         with self._command_lock:
             self._check_estop()

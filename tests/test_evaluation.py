@@ -179,5 +179,5 @@ def test_bad_input_gets_a_clear_error(tmp_path, args, message):
 def test_unknown_policy_lists_registered_ones():
     from vla_wrappers.registry import policy_class
 
-    with pytest.raises(ValueError, match="embedded, expert, openpi, openvla, zero"):
+    with pytest.raises(ValueError, match="embedded, expert, openpi, openvla, repair, zero"):
         policy_class("pi0")

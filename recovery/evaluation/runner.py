@@ -19,6 +19,7 @@ from critics.references import load_references
 from recovery.core import float_paths
 from recovery.core.decision import UnknownSelectorError
 from recovery.core.errors import RecoveryError
+from recovery.core.interrupts import stop_on_interrupt
 from recovery.core.loop import LoopConfig, run_episode
 from recovery.evaluation.assembly import build_backend, build_supervisor, make_selector
 from recovery.evaluation.results import SAMPLED_LAYOUT, EpisodeSpec, ResultsFile
@@ -274,7 +275,8 @@ def evaluate(config: EvalConfig, on_record: Callable[[dict], None] | None = None
         todo = [s for s in specs if s.key() not in done]
         successes = finished = 0
         with tqdm(total=len(specs), initial=len(specs) - len(todo), disable=not config.progress,
-                  desc=f"{config.suite} {config.policy}", unit="ep") as bar:
+                  desc=f"{config.suite} {config.policy}", unit="ep") as bar, \
+                stop_on_interrupt("stopping when the next episode ends (Ctrl-C again to stop now)") as stop:
             for record in _execute(todo, config):
                 if on_record:
                     on_record(record)
@@ -283,6 +285,8 @@ def evaluate(config: EvalConfig, on_record: Callable[[dict], None] | None = None
                 successes, finished = successes + bool(record["success"]), finished + 1
                 bar.update()
                 bar.set_postfix(new_successes=f"{successes}/{finished}")
+                if stop.is_set():
+                    raise KeyboardInterrupt
     wanted = {s.key() for s in specs}
     return [r for r in store.load() if EpisodeSpec.key_of(r) in wanted]
 

@@ -12,10 +12,8 @@ callback's ``evaluations.npz`` / ``best/``.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
-import signal
 import threading
 import time
 from collections import Counter
@@ -28,6 +26,7 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList, EvalC
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
+from recovery.core.interrupts import stop_on_interrupt
 from recovery.learning.curve import plot_learning_curve
 from recovery.learning.env import SelectorEnv, SelectorEnvConfig
 from recovery.learning.ray_envs import RayVecEnv
@@ -172,26 +171,6 @@ class RunRecorder(BaseCallback):
         }, indent=2) + "\n")
 
 
-@contextlib.contextmanager
-def _stop_on_interrupt(stop: threading.Event):
-    """Ctrl-C asks training to stop after the current decision (a KeyboardInterrupt inside the
-    simulator's C code can surface as another error); a second Ctrl-C interrupts at once."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt
-        stop.set()
-
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def train_selector(config: TrainSelectorConfig) -> Path:
     """Train (or resume) and return the final selector's path."""
     import torch
@@ -221,19 +200,18 @@ def train_selector(config: TrainSelectorConfig) -> Path:
             model.selector_meta = selector_meta(layout, critic)  # saved with every checkpoint
             if config.warm_start.decisions:
                 warm_start(model, venv, teacher.decide, config.warm_start, out, config.seed)
-        stop = threading.Event()
-        callbacks = [RunRecorder(config, out, stop)]
+        evaluation = []
         if config.eval_every:
             eval_env = DummyVecEnv([functools.partial(make_env, config.env)])
             eval_env.seed(config.seed + 1_000_003)
-            callbacks.append(EvalCallback(eval_env, n_eval_episodes=config.eval_episodes,
-                                          eval_freq=max(config.eval_every // config.envs, 1), log_path=str(out),
-                                          best_model_save_path=str(out / "best"), verbose=0))
+            evaluation.append(EvalCallback(eval_env, n_eval_episodes=config.eval_episodes,
+                                           eval_freq=max(config.eval_every // config.envs, 1), log_path=str(out),
+                                           best_model_save_path=str(out / "best"), verbose=0))
         remaining = config.decisions - model.num_timesteps
         if remaining > 0:
-            with _stop_on_interrupt(stop):
-                model.learn(remaining, callback=CallbackList(callbacks), reset_num_timesteps=resume_from is None,
-                            tb_log_name="ppo")
+            with stop_on_interrupt("stopping after the current decision (Ctrl-C again to stop now)") as stop:
+                model.learn(remaining, callback=CallbackList([RunRecorder(config, out, stop), *evaluation]),
+                            reset_num_timesteps=resume_from is None, tb_log_name="ppo")
             save_atomically(model, out / "checkpoint.zip")
             if stop.is_set():
                 raise KeyboardInterrupt
