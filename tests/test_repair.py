@@ -17,7 +17,7 @@ from recovery.supervision.selectors import RuleSelector
 from recovery.supervision.supervisor import Supervisor
 from tests.kinematic_robot import BASE, GRASP_REACH, KinematicRobot, ReachPolicy
 from tests.test_loop import UNREACHABLE, Log, ScriptedSelector
-from vla_wrappers.base import Policy, PolicyOutput
+from vla_wrappers.base import Policy, PolicyConfigError, PolicyOutput
 from vla_wrappers.broker import ChunkBroker
 
 CAN = BASE + np.array([0.05, 0.05, 0.0])
@@ -192,3 +192,17 @@ def test_the_rule_repairs_a_named_object_knocked_over_that_nothing_else_would_no
         outcome = run_episode(robot, supervisor, TASK, LoopConfig(max_steps=80, wait_steps=0), (log,))
         got = [(r["mode"], r.get("repair"), r["reached"]) for r in outcome.extras["recoveries"]]
         assert got[:1] == expected, got
+
+
+class NoCheckpoint(Idle):
+    """A repair policy whose checkpoint is missing: it fails when it is made ready for the task."""
+
+    def reset(self, instruction: str) -> None:
+        raise PolicyConfigError("no repair checkpoint for this task")
+
+
+def test_a_repair_policy_that_cannot_serve_the_task_fails_the_episode_at_its_start():
+    robot = KinematicRobot()
+    outcome = run_episode(robot, _supervised(robot, {}, NoCheckpoint()), TASK, LoopConfig(max_steps=50, wait_steps=0))
+    assert isinstance(outcome.error, PolicyConfigError) and outcome.steps == 0  # its own error, not a later one
+    assert outcome.extras["rollbacks"] == 0  # the summary of an episode that never started

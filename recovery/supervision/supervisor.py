@@ -68,7 +68,6 @@ class Supervisor:
 
     def reset(self, instruction: str) -> None:
         self._instruction = instruction
-        self.broker.reset(instruction)
         self.selector.reset()
         self.quality.reset()
         if self.risk:
@@ -92,6 +91,11 @@ class Supervisor:
         self._trace: dict[str, list] = {k: [] for k in ("quality", "value", "risk", "tracking")}
         self._recoveries: list[dict] = []  # each finished rollback or repair: when, to where, how long, reached
         self._unscored: list[_Observed] = []
+        # last, once the episode's state exists: a policy that cannot serve this task (a missing
+        # checkpoint) fails the episode here with its own error; the repair policy too, not at its first repair
+        self.broker.reset(instruction)
+        if self.repair is not None:
+            self.repair.reset(instruction)
 
     # --- the Agent contract --------------------------------------------------------------------
     def act(self, obs: Observation) -> Control:

@@ -1,8 +1,9 @@
 """The learned repair policy behind the Policy contract: it reads the observation and its
 ``repair_target`` (``recovery.supervision.repair.RepairTarget.observation``) and answers with an
 action chunk toward that target. The same checkpoint format and loading as the embedded policy;
-the networks shipped for libero_object and libero_spatial were cloned from the privileged scripted
-corrector (``sim.corrector``) by ``recovery collect-repairs`` and ``recovery train-repair``.
+a network is cloned from the privileged scripted corrector (``sim.corrector``) by ``recovery
+collect-repairs`` and ``recovery train-repair``. None ships yet: the ones trained so far reach no
+target (reports/repair.md), so ``--repair policy`` needs ``--repair-opt checkpoint=PATH``.
 """
 
 from __future__ import annotations
