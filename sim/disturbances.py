@@ -77,11 +77,13 @@ class DisturbedBackend(RobotBackend):
         self._rng = np.random.default_rng([seed, self.task_index, (init_index if init_index is not None else -1) + 1])
         self.onset = int(self._rng.integers(self.config.onset_min, self.config.onset_max + 1))
         self._t, self._closed_for, self._fired_at = -10, 0, None  # the 10 wait steps come first
+        self._moved: str | None = None  # the object object_shift / object_tip moved (none: all were in the hand)
         return self._obs
 
     def record(self) -> dict:
-        return {"name": self.config.name, "onset": self.onset, "fired_at": self._fired_at,
-                "duration": self.config.duration, "magnitude": self.config.magnitude}
+        record = {"name": self.config.name, "onset": self.onset, "fired_at": self._fired_at,
+                  "duration": self.config.duration, "magnitude": self.config.magnitude}
+        return {**record, "moved": self._moved} if self.config.name in ("object_shift", "object_tip") else record
 
     @property
     def steps_since_disturbance(self) -> int | None:
@@ -179,6 +181,7 @@ class DisturbedBackend(RobotBackend):
             sim.data.qpos[addr + 3:addr + 7] = _quat_multiply(turn, qpos)
             sim.data.qpos[addr + 2] += 0.03  # clear of the support while it falls onto its side
             sim.forward()
+            self._moved = name
             return
         for _ in range(20):
             angle, distance = self._rng.uniform(0, 2 * np.pi), self._rng.uniform(self.config.shift_min,
@@ -188,6 +191,7 @@ class DisturbedBackend(RobotBackend):
                    for other, pos in poses.items() if other != name) and np.linalg.norm(spot - grip[:2]) > 0.1:
                 sim.data.qpos[addr:addr + 2] = spot
                 sim.forward()
+                self._moved = name
                 return
 
     def _noisy(self, obs: Observation) -> Observation:

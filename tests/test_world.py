@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 
 from critics.quality import QualityMonitor
+from recovery.core.actions import WAIT_ACTION
 from recovery.core.modes import Mode
 from recovery.evaluation.taxonomy import MissingWorldError, classify, taxonomy_report
 from recovery.evaluation.world import WorldWatch, object_changes
 from recovery.supervision.config import SupervisorConfig
+from recovery.supervision.repair import pose_change
 from recovery.supervision.supervisor import Supervisor
 from sim.disturbances import DisturbanceConfig, DisturbedBackend
 from tests.episodes import play
@@ -57,6 +59,18 @@ def test_a_physical_rollback_after_a_push_leaves_the_pushed_object_displaced(obj
     assert report.startswith("1 of 1 paired episodes") and f"| {lost.cause} | 1 |" in report
     with pytest.raises(MissingWorldError, match="--record-world"):
         classify({**physical, "world": None}, snapshot)
+
+
+@pytest.mark.sim
+def test_object_tip_lays_the_picked_up_object_on_its_side_and_records_which(object_backend):
+    backend = DisturbedBackend(object_backend, DisturbanceConfig("object_tip", onset_min=5, onset_max=5), 0)
+    obs = backend.reset(0, 7)
+    name = object_backend.raw.obj_of_interest[0]
+    before = obs["object_poses"][name]
+    for _ in range(30):  # the 10 wait steps, the onset, and time to fall
+        obs = backend.step(WAIT_ACTION).observation
+    _, tilt = pose_change(before, obs["object_poses"][name])
+    assert backend.record()["moved"] == name and tilt > 1.0
 
 
 def test_classify_tells_a_refused_rollback_from_time_running_out():
