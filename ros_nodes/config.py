@@ -115,7 +115,7 @@ class SupervisorNodeConfig:
     replan_every: int = 5
     selector: str = "rule"  # rule | none | ppo
     repair: str = "rollback"  # policy: a repair policy puts the world back (needs object poses in the inputs)
-    repair_policy: str = "repair"  # the learned one shipped for the suite, or module:Class
+    repair_policy: str = "repair"  # the learned one (none ships: give it checkpoint=PATH), or module:Class
     repair_policy_options: dict[str, str] = field(default_factory=dict)
     max_rollbacks: int = SupervisorConfig.max_rollbacks
     max_steps: int = 0  # control steps per episode, rollback motion included; 0: the suite's standard budget

@@ -225,7 +225,8 @@ class RosBackend(RobotBackend):
             return
         # plan from joints that include the last twist: the arm executes it on its next tick, and a
         # trajectory whose first point is where the arm no longer is would be refused (or jerk)
-        if not self.wait_for_state(since=self._twisted_at + 2 * self.config.period, timeout=self.config.max_state_age_s):
+        settled = self._twisted_at + 2 * self.config.period
+        if not self.wait_for_state(since=settled, timeout=self.config.max_state_age_s):
             raise StaleStateError(f"no joint state within {self.config.max_state_age_s} s of the last twist: "
                                   "no trajectory is planned from an old one")
         path = self._checked_path(target)

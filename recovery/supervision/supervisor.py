@@ -58,7 +58,8 @@ class Supervisor:
         self.backend, self.broker, self.selector, self.repair = backend, broker, selector, repair
         self.quality, self.risk, self.config = quality, risk, config
         self._value_for_task = value_fn
-        self.memory = NominalMemory(capacity=max(config.repair_horizon, config.retry_horizon, config.repair.horizon) + 2)
+        horizons = (config.repair_horizon, config.retry_horizon, config.repair.horizon)
+        self.memory = NominalMemory(capacity=max(horizons) + 2)
         self.grasp = GraspMonitor(config.grasp_latch)
         self.tracking = TrackingMonitor()
 
