@@ -118,7 +118,16 @@ def test_workers_of_a_killed_evaluation_stop_too(tmp_path):
     proc.kill()  # SIGKILL: nothing in the evaluation can clean up
     proc.wait()
     time.sleep(3)
-    assert not [w for w in workers if os.path.exists(f"/proc/{w}")], "workers outlived their evaluation"
+    assert not [w for w in workers if _alive(w)], "workers outlived their evaluation"
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie (an orphan that exited stays one until its new parent reaps it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def test_a_second_evaluation_on_the_same_file_is_refused_and_changes_nothing(tmp_path):

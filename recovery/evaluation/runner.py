@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import logging
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 import traceback
@@ -41,6 +43,7 @@ log = logging.getLogger(__name__)
 # its threads spin between calls, against the other worker's simulator: episodes ran 15% slower
 # with 2 workers on 2 cores (benchmarks/eval_loop_speed.py). Ray sets OMP_NUM_THREADS for its actors.
 ONE_THREAD = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
 
 
 @dataclass(frozen=True)
@@ -178,15 +181,26 @@ class EpisodeWorker:
 _worker: EpisodeWorker | None = None
 
 
-def _init_worker(config: EvalConfig) -> None:
+def _init_worker(config: EvalConfig, parent: int) -> None:
     global _worker
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops us
-    threading.Thread(target=_exit_with, args=(os.getppid(),), daemon=True).start()
+    _die_with(parent)
     _worker = EpisodeWorker(config)
 
 
+def _die_with(parent: int) -> None:
+    """A worker whose evaluation was killed (no Ctrl-C to clean up after) would simulate on for nobody.
+    On Linux the kernel kills it with its parent (PR_SET_PDEATHSIG: even inside a long C call that
+    holds the GIL, such as compiling a MuJoCo model); elsewhere a thread watches the parent."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    else:
+        threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
+    if os.getppid() != parent:  # it was gone before we asked
+        os._exit(1)
+
+
 def _exit_with(parent: int) -> None:
-    """A worker whose evaluation was killed (no Ctrl-C to clean up after) would simulate on for nobody."""
     while os.getppid() == parent:
         time.sleep(1.0)
     os._exit(1)
@@ -238,7 +252,8 @@ def _execute(specs: list[EpisodeSpec], config: EvalConfig) -> Iterator[dict]:
     for name in ONE_THREAD:  # a user's own setting wins
         os.environ.setdefault(name, "1")
     ctx = multiprocessing.get_context("spawn")  # MuJoCo/EGL state must not be forked
-    pool = ProcessPoolExecutor(config.workers, mp_context=ctx, initializer=_init_worker, initargs=(config,))
+    pool = ProcessPoolExecutor(config.workers, mp_context=ctx, initializer=_init_worker,
+                               initargs=(config, os.getpid()))
     try:
         futures = [pool.submit(_run_in_worker, spec) for spec in specs]
         yield from (f.result() for f in as_completed(futures))
