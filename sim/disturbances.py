@@ -31,6 +31,7 @@ from recovery.core.robot import Command, JointTarget, Observation, RobotBackend,
 
 DISTURBANCES = ("none", "action_noise", "object_push", "gripper_open", "obs_noise", "action_jitter", "object_shift",
                 "object_tip")
+MOVES = ("object_shift", "object_tip")  # the disturbances that move an object by hand, once
 
 
 class UnknownDisturbanceError(RecoveryError, ValueError):
@@ -83,7 +84,7 @@ class DisturbedBackend(RobotBackend):
     def record(self) -> dict:
         record = {"name": self.config.name, "onset": self.onset, "fired_at": self._fired_at,
                   "duration": self.config.duration, "magnitude": self.config.magnitude}
-        return {**record, "moved": self._moved} if self.config.name in ("object_shift", "object_tip") else record
+        return {**record, "moved": self._moved} if self.config.name in MOVES else record
 
     @property
     def steps_since_disturbance(self) -> int | None:
@@ -112,7 +113,7 @@ class DisturbedBackend(RobotBackend):
             action = np.r_[action[:6], GRIPPER_OPEN]
         elif active and self.config.name == "object_push" and self._t == self._fired_at:
             self._push()
-        elif active and self.config.name in ("object_shift", "object_tip") and self._t == self._fired_at:
+        elif active and self.config.name in MOVES and self._t == self._fired_at:
             self._move_object(tip=self.config.name == "object_tip")
         result = self.inner.step(action)
         self._obs = result.observation

@@ -66,7 +66,7 @@ class RecoveryOptions:
     # "policy": a recovery whose remembered world differs from the current one runs the repair policy
     # (recovery.supervision.repair), the others a rollback; "rollback": every recovery is a rollback
     repair: str = "rollback"
-    repair_policy: str = "repair"  # the registered repair policy (the shipped one of the suite), or module:Class
+    repair_policy: str = "repair"  # the registered repair policy (none ships: checkpoint=PATH), or module:Class
     repair_policy_options: dict[str, str] = field(default_factory=dict)
     references: Path = SHIPPED_REFERENCES  # `recovery build-references` writes your own
     critic: Path | None = None  # None: the shipped critic of the suite, if any

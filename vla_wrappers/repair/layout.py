@@ -5,7 +5,8 @@ object slots, the task), then the goal: the target's grip pose and fingers, the 
 grip point, whether the gripper held something there, which object to put back (a one-hot over
 the slots), whether it goes back into the hand or onto its place or is to be stood up, and that
 object's target pose with the way there from where it lies, and its current pose and the way to it
-from the grip point (also in its slot, but a network finds them far more easily in fixed places). Only what a robot can perceive or remember enters.
+from the grip point (also in its slot, but a network finds them far more easily in fixed places).
+Only what a robot can perceive or remember enters.
 """
 
 from __future__ import annotations
