@@ -35,3 +35,17 @@ def test_a_users_setting_wins_and_is_reported():
 def test_numpy_loaded_before_the_stack_is_reported():
     _, problems = _run("numpy")
     assert problems == ["numpy was imported before recovery"]
+
+
+def test_torchs_gelu_runs_on_avx2_kernels_at_most():
+    """oneDNN JIT-compiles the embedded policy's GELU for the CPU it finds: an AVX-512 kernel rounds
+    otherwise than the AVX2 one, and an episode on an Intel Xeon left the one an AMD EPYC published."""
+    gelu = ("import recovery, torch; torch.set_num_threads(1); "
+            "torch.nn.GELU()(torch.linspace(-3, 3, 100)[None])")
+    clean = {k: v for k, v in os.environ.items() if k not in PINNED}
+    log = subprocess.run([sys.executable, "-c", gelu], env={**clean, "ONEDNN_VERBOSE": "1"}, capture_output=True,
+                         text=True, check=True).stdout
+    # onednn_verbose,v1,primitive,exec,ENGINE,PRIMITIVE,IMPLEMENTATION,...: e.g. jit:avx2 or jit:avx512_core
+    kernels = [line.split(",")[6] for line in log.splitlines() if line.startswith("onednn_verbose,v1,primitive,exec,")]
+    assert kernels, "torch no longer runs GELU through oneDNN: check what float path replaced it"
+    assert not any("512" in kernel for kernel in kernels), kernels
