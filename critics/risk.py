@@ -16,6 +16,7 @@ from statistics import fmean
 
 import numpy as np
 import torch
+from numpy.lib.stride_tricks import sliding_window_view
 from torch import nn
 
 from critics.mlp import NumpyMLP
@@ -74,9 +75,14 @@ def tvr_targets(values: np.ndarray, config: RiskConfig = RiskConfig()) -> np.nda
 
 def history_features(values: np.ndarray, k: int) -> np.ndarray:
     """Last k+1 values (front-padded with the first) and their k deltas."""
-    v = np.asarray(values, dtype=np.float32)[-(k + 1):]
-    v = np.concatenate([np.full(k + 1 - len(v), v[0], dtype=np.float32), v]) if len(v) <= k else v
-    return np.concatenate([v, np.diff(v)])
+    return history_windows(np.asarray(values)[-(k + 1):], k)[-1]
+
+
+def history_windows(values: np.ndarray, k: int) -> np.ndarray:
+    """``history_features`` of every prefix of ``values`` at once: row t is that of ``values[:t + 1]``."""
+    v = np.asarray(values, dtype=np.float32)
+    windows = sliding_window_view(np.concatenate([np.full(k, v[0]), v]), k + 1)
+    return np.concatenate([windows, np.diff(windows, axis=1)], axis=1)
 
 
 class RiskHead(nn.Module):
@@ -94,11 +100,9 @@ def fit_risk_head(value_traces: list[np.ndarray], config: RiskConfig = RiskConfi
     torch.manual_seed(seed)
     xs, ys = [], []
     for trace in value_traces:
-        targets = tvr_targets(trace, config)
-        for t in range(len(trace)):
-            xs.append(history_features(trace[: t + 1], config.k))
-            ys.append(targets[t])
-    x, y = torch.from_numpy(np.stack(xs)), torch.from_numpy(np.array(ys, dtype=np.float32))
+        xs.append(history_windows(trace, config.k))
+        ys.append(tvr_targets(trace, config))
+    x, y = torch.from_numpy(np.concatenate(xs)), torch.from_numpy(np.concatenate(ys))
     head = RiskHead(config.k)
     opt = torch.optim.AdamW(head.parameters(), lr=1e-3)
     for _ in range(epochs):
@@ -132,13 +136,10 @@ class RiskMonitor:
     def update(self, values: Sequence[float]) -> list[float]:
         """Take the next run of values (the supervisor scores the steps between two decisions
         together); returns the risk after each, the head run once over all of them."""
-        features = []
-        for value in values:
-            self._values.append(value)
-            if self._head is not None:
-                features.append(history_features(self._values, self.config.k))
-        if not features:
+        trace = [*self._values, *values]  # the deque holds the k values each new one's window looks back on
+        self._values.extend(values)
+        if self._head is None or not values:
             return [self.risk] * len(values)
-        risks = self._head(np.stack(features))[:, 0].tolist()
+        risks = self._head(history_windows(trace, self.config.k)[-len(values):])[:, 0].tolist()
         self.risk = risks[-1]
         return risks

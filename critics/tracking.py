@@ -14,7 +14,7 @@ import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-
+from itertools import islice
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,7 @@ class TrackingMonitor:
         self._commands.append(translation)
         if len(self._positions) <= cfg.window or len(self._commands) < cfg.window + cfg.lag:
             return self.value
-        arrived = list(self._commands)[: cfg.window]  # the oldest commands: their motion has arrived
-        first, last = self._positions[0], self._positions[-1]
-        self.value = math.dist([last[i] - first[i] for i in range(3)],
-                               [cfg.gain * sum(c[i] for c in arrived) for i in range(3)])
+        arrived = islice(self._commands, cfg.window)  # the oldest commands: their motion has arrived
+        self.value = math.dist([b - a for a, b in zip(self._positions[0], position)],
+                               [cfg.gain * sum(axis) for axis in zip(*arrived)])
         return self.value

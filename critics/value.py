@@ -75,8 +75,7 @@ class ValueCritic:
         task_id = self.layout.task_id(instruction)
         if task_id is None:
             raise CriticConfigError(f"the value critic was not trained on {instruction!r}")
-        return lambda observations: self.values(
-            np.stack([self.layout.featurize_obs(obs, task_id) for obs in observations])).tolist()
+        return lambda observations: self.values(self.layout.featurize_observations(observations, task_id)).tolist()
 
     def save(self, path: Path) -> None:
         with written_atomically(path) as tmp:

@@ -89,9 +89,10 @@ class LiberoBackend(RobotBackend):
         model = self.raw.sim.model._model  # soft resets keep the model: names and ids are looked up once
         self._geom_names = [mujoco.mj_id2name(model, mujoco.mjtObj.mjOBJ_GEOM, i) or f"geom{i}"
                             for i in range(model.ngeom)]
-        self._robot_geom_ids = frozenset(i for i, n in enumerate(self._geom_names) if n.startswith(ROBOT_GEOM_PREFIXES))
+        self._is_robot_geom = [n.startswith(ROBOT_GEOM_PREFIXES) for n in self._geom_names]  # by geom id
         self._force6 = np.zeros(6)  # mj_contactForce's output
         self._grip_site = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, GRIP_SITE)
+        self._bind_sim()
 
     # --- lifecycle -------------------------------------------------------------------------
     @property
@@ -125,7 +126,15 @@ class LiberoBackend(RobotBackend):
         if init_index is not None:
             raw = self._env.set_init_state(self._init_states[init_index])
         self._obs = self._convert(raw)
+        self._bind_sim()
         return self._obs
+
+    def _bind_sim(self) -> None:
+        """Hold the handles the per-step reads use (the arrays alias the simulator's memory); a hard
+        reset builds a new simulator, so every reset binds again."""
+        model, data = self.raw.sim.model._model, self.raw.sim.data._data
+        self._mj = (model, data)
+        self._grip_xpos, self._grip_xmat = data.site_xpos[self._grip_site], data.site_xmat[self._grip_site]
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -159,8 +168,7 @@ class LiberoBackend(RobotBackend):
         return bool(self._env.check_success())
 
     def eef_pose(self) -> EefPose:
-        data = self.raw.sim.data._data
-        return EefPose(data.site_xpos[self._grip_site].copy(), data.site_xmat[self._grip_site].reshape(3, 3).copy())
+        return EefPose(self._grip_xpos.copy(), self._grip_xmat.reshape(3, 3).copy())
 
     def _use_joint_control(self) -> None:
         """Hand the arm to robosuite's joint-position controller (a rollback: a burst can stretch the
@@ -188,13 +196,12 @@ class LiberoBackend(RobotBackend):
     def contacts(self) -> ContactInfo:
         """Robot-vs-world contacts, in plain Python over the contact pairs: right after a physics
         step the caches are cold, and there each numpy call costs more than this loop (~30 contacts)."""
-        model, data = self.raw.sim.model._model, self.raw.sim.data._data
-        robot, force, touching = self._robot_geom_ids, 0.0, []
+        (model, data), robot, force, touching = self._mj, self._is_robot_geom, 0.0, []
         for i, (geom1, geom2) in enumerate(data.contact.geom[: data.ncon].tolist()):
-            if (geom1 in robot) != (geom2 in robot):  # robot vs. the rest of the world
+            if robot[geom1] != robot[geom2]:  # robot vs. the rest of the world
                 mujoco.mj_contactForce(model, data, i, self._force6)
                 force += abs(float(self._force6[0]))
-                touching.append(self._geom_names[geom2 if geom1 in robot else geom1])
+                touching.append(self._geom_names[geom2 if robot[geom1] else geom1])
         return ContactInfo(force, frozenset(touching)) if touching else NO_CONTACT
 
     def snapshot(self) -> SimSnapshot:

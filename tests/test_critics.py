@@ -8,7 +8,8 @@ import torch
 
 from critics.quality import GlobalQuality, LocalQuality, QualityConfig, QualityMonitor, ReferenceSet
 from critics.references import MissingReferencesError, load_references, save_references
-from critics.risk import RiskHead, RiskMonitor, fit_risk_head, history_features, rule_flags, tvr_targets
+from critics.risk import (RiskHead, RiskMonitor, fit_risk_head, history_features, history_windows, rule_flags,
+                          tvr_targets)
 from critics.tracking import TrackingConfig, TrackingMonitor
 from critics.value import ValueCritic, ValueNet, discounted_outcome
 from recovery.core.features import FeatureLayout
@@ -116,6 +117,15 @@ def test_tvr_target_positive_on_decline_negative_on_rise():
     assert tvr_targets(falling)[:10].min() > 0
     assert tvr_targets(rising)[:10].max() < 0
     assert history_features(np.array([0.5]), 8).shape == (17,)
+
+
+def test_history_features_pad_the_start_and_slide_over_every_prefix():
+    trace = np.random.default_rng(0).random(12)
+    first = history_features(trace[:1], 8)
+    assert first[:9].tolist() == [np.float32(trace[0])] * 9 and not first[9:].any()
+    windows = history_windows(trace, 8)  # what the risk monitor feeds its head, a run of steps at once
+    assert windows.tobytes() == np.stack([history_features(trace[: t + 1], 8) for t in range(12)]).tobytes()
+    np.testing.assert_allclose(history_features(trace, 8)[9:], np.diff(trace[-9:]), atol=1e-6)
 
 
 def test_risk_head_learns_to_separate_decline_from_rise():

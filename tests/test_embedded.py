@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from recovery.core.features import FeatureLayout, axis_angle_to_matrix, quat_xyzw_to_matrix
+from recovery.core.features import FeatureLayout, axis_angle_rot6d, axis_angle_to_matrix, quat_xyzw_to_matrix
 from recovery.evaluation.runner import EvalConfig, evaluate
 from recovery.pipelines.collect_demos import DemoConfig, collect_demos
 from recovery.pipelines.train_policy import TrainConfig, chunk_targets, train
@@ -36,6 +36,24 @@ def test_object_slots_hold_the_pose_relative_position_and_rotation_columns_exact
         rotation = quat_xyzw_to_matrix(pose[3:])
         expected = np.r_[pose[:3], pose[:3] - state[:3], rotation[:, 0], rotation[:, 1], 1.0].astype(np.float32)
         assert slot.tobytes() == expected.tobytes()  # the per-step fast path computes what the matrices say
+
+
+def test_the_state_rotation_features_are_the_matrix_columns_to_the_bit():
+    """Zeros of both signs, tiny and half-turn angles: the plain-float Rodrigues must give the bits
+    the matrix product gives (a changed bit is a changed feature, and a changed episode)."""
+    values = [0.0, -0.0, 1e-13, -1e-7, 0.5, -0.5, np.pi, -np.pi, 3.0]
+    vectors = np.array([[x, y, z] for x in values for y in values for z in values])
+    expected = np.array([np.r_[m[:, 0], m[:, 1]] for m in map(axis_angle_to_matrix, vectors)])
+    assert np.array(axis_angle_rot6d(vectors)).tobytes() == expected.tobytes()
+
+
+def test_features_of_many_states_at_once_are_those_of_each_alone():
+    rng = np.random.default_rng(1)
+    layout = FeatureLayout(("a", "b", "c"), ("one", "two"))
+    states = rng.normal(size=(40, 8)) * rng.uniform(0.01, 3, size=(40, 1))
+    poses = [{name: rng.normal(size=7) for name in "abc" if rng.random() < 0.7} for _ in states]
+    together = layout.featurize_many(states, poses, task_id=1)
+    assert together.tobytes() == np.stack([layout.featurize(s, p, task_id=1) for s, p in zip(states, poses)]).tobytes()
 
 
 def test_chunk_targets_repeat_the_last_action():

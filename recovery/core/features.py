@@ -9,6 +9,7 @@ wire (``state``, ``object_poses``), so the policy works the same behind ``serve-
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,12 +21,30 @@ SLOT_SIZE = 3 + 3 + 6 + 1  # object position, position relative to the eef, rota
 
 
 def axis_angle_to_matrix(aa: np.ndarray) -> np.ndarray:
+    """Rodrigues: I + sin(a) K + (1 - cos(a)) K K for the unit axis's cross-product matrix K."""
     angle = float(np.linalg.norm(aa))
     if angle < 1e-12:
         return np.eye(3)
     x, y, z = aa / angle
     k = np.array([[0, -z, y], [z, 0, -x], [-y, x, 0]])
     return np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
+
+
+def axis_angle_rot6d(aa: np.ndarray) -> list[list[float]]:
+    """``rot6d(axis_angle_to_matrix(v))`` for each row of (n, 3) float64 ``aa``, to the bit, in plain
+    floats (cheaper than numpy on six numbers): each entry of K K is a sum of at most two nonzero
+    products, whose order cannot change it, and ``0.0 +`` keeps the signs of zeros the identity gave."""
+    out = []
+    for row in aa:
+        angle = math.sqrt(row @ row)  # np.linalg.norm's sum (BLAS)
+        if angle < 1e-12:
+            out.append([1.0, 0.0, 0.0, 0.0, 1.0, 0.0])
+            continue
+        x, y, z = (row / angle).tolist()
+        s, t = math.sin(angle), 1 - math.cos(angle)
+        out.append([1 + ((t * -z) * z + (t * y) * -y), (0.0 + s * z) + (t * -x) * -y, (0.0 + s * -y) + (t * x) * z,
+                    (0.0 + s * -z) + (t * y) * x, 1 + ((t * z) * -z + (t * -x) * x), (0.0 + s * x) + (t * -y) * -z])
+    return out
 
 
 def quat_xyzw_to_matrix(q: np.ndarray) -> np.ndarray:
@@ -48,13 +67,14 @@ def rot6d(rows: list[list[float]]) -> list[float]:
     return [row[col] for col in (0, 1) for row in rows]
 
 
-def _quat_rot6d(q: np.ndarray) -> list[float]:
-    """``rot6d(_quat_rows(q))`` for a float64 quaternion, to the bit, at a third less per object and
-    step: the norm without np.linalg.norm's checks, and no rows built."""
-    norm = max(math.sqrt(q @ q), 1e-12)
-    x, y, z, w = (c / norm for c in q.tolist())
-    return [1 - 2 * (y * y + z * z), 2 * (x * y + z * w), 2 * (x * z - y * w),
-            2 * (x * y - z * w), 1 - 2 * (x * x + z * z), 2 * (y * z + x * w)]
+def quat_rot6d(q: np.ndarray) -> np.ndarray:
+    """``rot6d(_quat_rows(q))`` for each row of (m, 4) float64 quaternions ``q``, to the bit: the
+    squared norm summed in the order of the pinned BLAS dot product (``recovery.core.float_paths``),
+    as ``np.linalg.norm`` does it one quaternion at a time."""
+    q0, q1, q2, q3 = (q * q).T
+    x, y, z, w = (q / np.maximum(np.sqrt((q0 + q2) + (q1 + q3)), 1e-12)[:, None]).T
+    return np.array([1 - 2 * (y * y + z * z), 2 * (x * y + z * w), 2 * (x * z - y * w),
+                     2 * (x * y - z * w), 1 - 2 * (x * x + z * z), 2 * (y * z + x * w)]).T
 
 
 @dataclass(frozen=True)
@@ -72,23 +92,35 @@ class FeatureLayout:
         return self.instructions.index(instruction) if instruction in self.instructions else None
 
     def featurize(self, state: np.ndarray, object_poses: dict[str, np.ndarray], task_id: int) -> np.ndarray:
-        """``state``: the standard 8-D state; ``object_poses``: name -> (7,) pos + xyzw quaternion.
-        Gathered as one list of floats (a numpy call per piece costs more than its arithmetic)."""
-        ex, ey, ez = eef = state[:3].tolist()
-        values = [*eef, *rot6d(axis_angle_to_matrix(state[3:6]).tolist()), *state[6:8].tolist()]
-        for name in self.object_names:
-            pose = object_poses.get(name)
-            if pose is None:
-                values += [0.0] * SLOT_SIZE
-            else:
-                px, py, pz = pose[:3].tolist()
-                values += [px, py, pz, px - ex, py - ey, pz - ez, *_quat_rot6d(np.asarray(pose[3:7], np.float64)), 1.0]
-        one_hot = [0.0] * len(self.instructions)
-        one_hot[task_id] = 1.0
-        return np.array(values + one_hot, dtype=np.float32)
+        """``state``: the standard 8-D state; ``object_poses``: name -> (7,) pos + xyzw quaternion."""
+        return self.featurize_many(np.asarray(state)[None], [object_poses], task_id)[0]
+
+    def featurize_many(self, states: np.ndarray, object_poses: Sequence[dict[str, np.ndarray]],
+                       task_id: int) -> np.ndarray:
+        """(n, D) float32 features of n states at once (the critic scores the states between two
+        decisions together): numpy's per-call cost is paid once per piece, not once per state and object."""
+        states = np.asarray(states, dtype=np.float64)
+        n, names = len(states), self.object_names
+        eef = states[:, :3]
+        slots = np.zeros((n, len(names), SLOT_SIZE))
+        present = np.array([[name in poses for name in names] for poses in object_poses], dtype=bool).reshape(n, -1)
+        if present.any():
+            poses = np.array([poses[name] for poses in object_poses for name in names if name in poses],
+                             dtype=np.float64)
+            positions = poses[:, :3]
+            slots[present] = np.concatenate([positions, positions - eef[np.nonzero(present)[0]],
+                                             quat_rot6d(poses[:, 3:7]), np.ones((len(poses), 1))], axis=1)
+        one_hot = np.zeros((n, len(self.instructions)))
+        one_hot[:, task_id] = 1.0
+        return np.concatenate([eef, axis_angle_rot6d(states[:, 3:6]), states[:, 6:8],
+                               slots.reshape(n, -1), one_hot], axis=1).astype(np.float32)
 
     def featurize_obs(self, obs: Observation, task_id: int) -> np.ndarray:
-        if "object_poses" not in obs:
+        return self.featurize_observations([obs], task_id)[0]
+
+    def featurize_observations(self, observations: Sequence[Observation], task_id: int) -> np.ndarray:
+        if any("object_poses" not in obs for obs in observations):
             raise KeyError("the embedded policy reads privileged object poses: the observation has none "
                            "(over openpi, the client must set send_object_poses=true)")
-        return self.featurize(np.asarray(obs["state"]), obs["object_poses"], task_id)
+        return self.featurize_many(np.array([obs["state"] for obs in observations]),
+                                   [obs["object_poses"] for obs in observations], task_id)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from critics.risk import RiskConfig, RiskHead, fit_risk_head, history_features, rule_flags
+from critics.risk import RiskConfig, RiskHead, fit_risk_head, history_windows, rule_flags
 from critics.value import ValueCritic, discounted_outcome, fit_value_net
 from recovery.core.features import FeatureLayout
 from recovery.evaluation.runner import EvalConfig, evaluate
@@ -116,7 +116,7 @@ def _signals(episodes: list[dict], traces: dict, head: RiskHead, risk_config: Ri
     for e in episodes:
         v = traces[id(e)]
         with torch.no_grad():
-            hist = np.stack([history_features(v[: t + 1], risk_config.k) for t in range(len(v))])
+            hist = history_windows(v, risk_config.k)
             tvr = head(torch.from_numpy(hist)).numpy()
         flags = np.array([any(rule_flags(v[: t + 1], risk_config).values()) for t in range(len(v))], dtype=float)
         signals["value (1 - V)"].append(1 - v)

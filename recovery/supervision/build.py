@@ -84,5 +84,6 @@ def build_supervisor(backend: RobotBackend, broker: ChunkBroker, suite: str, tas
     return Supervisor(
         backend, broker, selector, QualityMonitor(references),
         value_fn=critic.value_fn if critic else None,
-        risk=RiskMonitor(critic.risk_head if critic else None), config=config, repair=repair,
+        # without a critic every value is 1.0: the value-risk rules would judge a constant
+        risk=RiskMonitor(critic.risk_head) if critic else None, config=config, repair=repair,
     )

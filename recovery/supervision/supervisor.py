@@ -171,29 +171,27 @@ class Supervisor:
             return
         cfg, unscored = self.config, self._unscored
         observations = [seen.obs for seen in unscored]
+        states = [obs["state"] for obs in observations]
         values = self._value(observations) if self._value else [1.0] * len(unscored)
         risks = self.risk.update(values) if self.risk else [0.0] * len(unscored)
         positions = [np.asarray(obs["eef_pos"], dtype=np.float64).tolist() for obs in observations]
         translations = [seen.action[:3].tolist() for seen in unscored]
         qualities = self.quality.update([seen.progress for seen in unscored], positions,
-                                        reference_feature(np.array([obs["state"] for obs in observations])),
-                                        translations)
-        for seen, position, translation, quality, value, risk in zip(unscored, positions, translations, qualities,
-                                                                      values, risks):
-            obs, action = seen.obs, seen.action
-            tracking = self.tracking.update(position, translation)
-            closing = bool(action[6] > 0)
+                                        reference_feature(np.array(states)), translations)
+        trackings = [self.tracking.update(position, move) for position, move in zip(positions, translations)]
+        for seen, quality, value in zip(unscored, qualities, values):
+            closing = bool(seen.action[6] > 0)
             holding = self.grasp.update(closing, seen.contacts, cfg.contact_threshold)
             contact_free = seen.contacts.is_free(cfg.contact_threshold) and not holding
-            self.memory.add(NominalState(seen.step, seen.pose, np.array(obs["joint_pos"], dtype=np.float64),
+            self.memory.add(NominalState(seen.step, seen.pose, np.asarray(seen.obs["joint_pos"], dtype=np.float64),
                                          quality, value, contact_free, seen.snapshot, seen.progress, holding, closing,
-                                         obs))
-            for key, item in (("state", obs["state"]), ("action", action), ("quality", quality), ("value", value),
-                              ("risk", risk), ("tracking", tracking)):
-                self._history[key].append(item)
-            if cfg.keep_trace:
-                for key, item in (("quality", quality), ("value", value), ("risk", risk), ("tracking", tracking)):
-                    self._trace[key].append(round(float(item), 4))
+                                         seen.obs))
+        signals = {"state": states, "action": [seen.action for seen in unscored],
+                   "quality": qualities, "value": values, "risk": risks, "tracking": trackings}
+        for key, series in signals.items():
+            self._history[key].extend(series)
+            if cfg.keep_trace and key in self._trace:
+                self._trace[key] += [round(float(item), 4) for item in series]
         self._unscored.clear()
 
     # --- deciding and recovering ---------------------------------------------------------------
