@@ -157,7 +157,8 @@ def _squared_distances(points_by_dim: np.ndarray, features: np.ndarray) -> np.nd
     np.multiply(squares, squares, out=squares)
     even, odd = squares[:, 0], squares[:, 1]  # the running sums, in place too
     for dim in range(2, squares.shape[1]):
-        np.add(odd if dim % 2 else even, squares[:, dim], out=odd if dim % 2 else even)
+        running = odd if dim % 2 else even
+        np.add(running, squares[:, dim], out=running)
     return np.add(even, odd, out=even)
 
 

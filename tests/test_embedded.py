@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from recovery.core.features import FeatureLayout, axis_angle_rot6d, axis_angle_to_matrix, quat_xyzw_to_matrix
+from recovery.core.features import FeatureLayout, axis_angle_rot6d, quat_xyzw_to_matrix
 from recovery.evaluation.runner import EvalConfig, evaluate
 from recovery.pipelines.collect_demos import DemoConfig, collect_demos
 from recovery.pipelines.train_policy import TrainConfig, chunk_targets, train
@@ -15,6 +15,16 @@ from sim.demos import load_demos
 from vla_wrappers.base import PolicyConfigError
 from vla_wrappers.embedded.model import NetConfig
 from vla_wrappers.embedded.policy import SHIPPED, EmbeddedConfig, EmbeddedPolicy
+
+
+def axis_angle_to_matrix(aa: np.ndarray) -> np.ndarray:
+    """The reference: Rodrigues with numpy's matrix product, I + sin(a) K + (1 - cos(a)) K K."""
+    angle = float(np.linalg.norm(aa))
+    if angle < 1e-12:
+        return np.eye(3)
+    x, y, z = aa / angle
+    k = np.array([[0, -z, y], [z, 0, -x], [-y, x, 0]])
+    return np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
 
 
 def test_rotation_features_agree_between_representations():

@@ -20,20 +20,12 @@ PROPRIO_SIZE = 3 + 6 + 2  # eef position, eef rotation (6D), finger joints
 SLOT_SIZE = 3 + 3 + 6 + 1  # object position, position relative to the eef, rotation (6D), present
 
 
-def axis_angle_to_matrix(aa: np.ndarray) -> np.ndarray:
-    """Rodrigues: I + sin(a) K + (1 - cos(a)) K K for the unit axis's cross-product matrix K."""
-    angle = float(np.linalg.norm(aa))
-    if angle < 1e-12:
-        return np.eye(3)
-    x, y, z = aa / angle
-    k = np.array([[0, -z, y], [z, 0, -x], [-y, x, 0]])
-    return np.eye(3) + np.sin(angle) * k + (1 - np.cos(angle)) * k @ k
-
-
 def axis_angle_rot6d(aa: np.ndarray) -> list[list[float]]:
-    """``rot6d(axis_angle_to_matrix(v))`` for each row of (n, 3) float64 ``aa``, to the bit, in plain
-    floats (cheaper than numpy on six numbers): each entry of K K is a sum of at most two nonzero
-    products, whose order cannot change it, and ``0.0 +`` keeps the signs of zeros the identity gave."""
+    """The first two columns of the rotation matrix of each row of (n, 3) float64 axis-angle ``aa``
+    (Rodrigues: I + sin(a) K + (1 - cos(a)) K K for the unit axis's cross-product matrix K), in plain
+    floats (cheaper than numpy on six numbers). To the bit what the matrix product gives (the tests
+    check it): each entry of K K is a sum of at most two nonzero products, whose order cannot change
+    it, and ``0.0 +`` keeps the signs of zeros the identity gave."""
     out = []
     for row in aa:
         angle = math.sqrt(row @ row)  # np.linalg.norm's sum (BLAS)

@@ -83,8 +83,7 @@ def train_critic(config: CriticTrainConfig) -> tuple[ValueCritic, dict]:
 
     def featurize(e: dict) -> np.ndarray:
         obj_names = [n.decode() for n in e["object_names"]]
-        return np.stack([layout.featurize(s, dict(zip(obj_names, p)), int(e["task"]))
-                         for s, p in zip(e["state"], e["object_poses"])])
+        return layout.featurize_many(e["state"], [dict(zip(obj_names, p)) for p in e["object_poses"]], int(e["task"]))
 
     rng = np.random.default_rng(config.seed)
     order = rng.permutation(len(episodes))
