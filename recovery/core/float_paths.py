@@ -10,8 +10,8 @@ round differently:
   the widest vector unit it finds; MKL's setting does not reach it.
 Forcing MKL or OpenBLAS onto another of its kernels changes the first libero_spatial episode of
 the embedded policy within 120 steps (measured on an AMD EPYC). oneDNN was found when episodes
-published from an AMD EPYC, with the first two pinned, did not reproduce on an Intel Xeon (18 of 67
-libero_spatial episodes of the policy alone differed): there it ran AVX-512 kernels, on the EPYC
+published from an AMD EPYC, with the first two pinned, did not reproduce on an Intel Xeon (19 of 72
+libero_spatial episodes of the policy alone differed, reports/float_paths.md): there it ran AVX-512 kernels, on the EPYC
 AVX2; capped at AVX2, the Xeon gives the EPYC's episodes again. numpy's AVX-512 kernels (its
 transcendental functions among them) and torch's own vectorised kernels (elementwise tanh) are
 pinned too; turning numpy's AVX2 kernels off or torch's on changed nothing.
