@@ -2,9 +2,10 @@
 
 In: ``sensor_msgs/JointState`` (arm + fingers), the end-effector pose (PoseStamped), the contact
 wrench, optional object poses and camera images. Out: one TwistStamped + gripper command per
-control period for a policy action; for a ``JointTarget`` (a rollback), one joint-space
-``trajectory_msgs/JointTrajectory`` on the controller's topic (or a FollowJointTrajectory goal where
-control_msgs is installed) when the target is new, then nothing while the controller runs it.
+control period for a policy action or a ``CartesianStep`` (a rollback's rise); for a ``JointTarget``
+(a rollback), one joint-space ``trajectory_msgs/JointTrajectory`` on the controller's topic (or a
+FollowJointTrajectory goal where control_msgs is installed) when the target is new, then nothing
+while the controller runs it.
 
 Safety: every input must be younger than ``max_state_age_s`` or ``observe`` raises StaleStateError
 (the caller holds: nothing is commanded from old data); a message that cannot be used (a
@@ -30,7 +31,8 @@ from std_msgs.msg import Bool, Float64
 from recovery.core.actions import validate_action
 from recovery.core.errors import RecoveryError
 from recovery.core.features import quat_xyzw_to_matrix
-from recovery.core.robot import Command, ContactInfo, EefPose, JointTarget, Observation, RobotBackend, StepResult
+from recovery.core.robot import (CartesianStep, Command, ContactInfo, EefPose, JointTarget, Observation, RobotBackend,
+                                 StepResult)
 from ros_nodes.config import ConfigError, RobotConfig
 from ros_nodes.convert import action_to_twist, image_to_rgb, standard_state
 from ros_nodes.messages import pose_arrays, to_sec, trajectory_msg
@@ -124,6 +126,8 @@ class RosBackend(RobotBackend):
     def step(self, command: Command) -> StepResult:
         if isinstance(command, JointTarget):
             self._follow(command)
+        elif isinstance(command, CartesianStep):
+            self._twist(command.action)
         else:
             self._twist(validate_action(command))
         self._wait_tick()

@@ -27,7 +27,7 @@ from ros_nodes.convert import twist_to_action
 from ros_nodes.trajectory import JointPath, sample
 from sim.disturbances import DisturbanceConfig, DisturbedBackend
 from sim.libero_backend import GRIP_SITE, LiberoBackend
-from sim.servo import servo_action
+from recovery.core.servo import servo_action
 from sim.tasks import resolve_task
 
 ARM_JOINTS = tuple(f"robot0_joint{i}" for i in range(1, 8))

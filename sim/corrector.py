@@ -19,7 +19,7 @@ from recovery.core.robot import Observation, RobotBackend
 from sim import scene
 from sim.expert import (CLOSE, FINGER_CLEARANCE, HAND_MARGIN, HOVER, OPEN, Actions, ScriptedExpert, axis_rotation,
                         down_rotation)
-from sim.servo import servo_action
+from recovery.core.servo import servo_action
 from sim.libero_backend import LiberoBackend
 from vla_wrappers.base import Policy, PolicyConfigError, PolicyOutput
 

@@ -14,7 +14,7 @@
   demonstrations under it (DART) shows the expert correcting from states just off its path, while
   the recorded labels stay the expert's clean actions: imitation becomes far less brittle.
 
-``DisturbedBackend`` wraps a LiberoBackend; recovery motion (a ``JointTarget``) is never disturbed
+``DisturbedBackend`` wraps a LiberoBackend; recovery motion (``RECOVERY_MOTION``) is never disturbed
 and does not run the disturbance's clock, which counts policy steps.
 """
 
@@ -27,7 +27,7 @@ import numpy as np
 
 from recovery.core.actions import GRIPPER_OPEN, validate_action
 from recovery.core.errors import RecoveryError
-from recovery.core.robot import Command, JointTarget, Observation, RobotBackend, StepResult
+from recovery.core.robot import RECOVERY_MOTION, Command, Observation, RobotBackend, StepResult
 
 DISTURBANCES = ("none", "action_noise", "object_push", "gripper_open", "obs_noise", "action_jitter", "object_shift",
                 "object_tip")
@@ -99,7 +99,7 @@ class DisturbedBackend(RobotBackend):
         return self._obs
 
     def step(self, command: Command) -> StepResult:
-        if isinstance(command, JointTarget):
+        if isinstance(command, RECOVERY_MOTION):
             result = self.inner.step(command)
             self._obs = result.observation
             return result

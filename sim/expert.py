@@ -26,7 +26,7 @@ import numpy as np
 
 from sim import scene
 from sim.libero_backend import LiberoBackend
-from sim.servo import ServoGains, rotation_error, servo_action
+from recovery.core.servo import ServoGains, rotation_error, servo_action
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,8 @@ import numpy as np
 
 from recovery.core.actions import validate_action
 from recovery.core.errors import RecoveryError
-from recovery.core.robot import NO_CONTACT, Command, ContactInfo, EefPose, JointTarget, Observation, RobotBackend, StepResult
+from recovery.core.robot import (NO_CONTACT, CartesianStep, Command, ContactInfo, EefPose, JointTarget, Observation,
+                                 RobotBackend, StepResult)
 from sim.tasks import TaskSpec
 
 logging.getLogger("robosuite_logs").setLevel(logging.ERROR)
@@ -151,7 +152,7 @@ class LiberoBackend(RobotBackend):
             self._use_joint_control()
             lead = np.clip((command.joints - self._obs["joint_pos"]) / JOINT_LEAD, -1.0, 1.0)
             return self._step_controller(np.r_[lead, command.gripper])
-        action = validate_action(command)
+        action = command.action if isinstance(command, CartesianStep) else validate_action(command)
         self._use_osc()
         return self._step_controller(action)
 

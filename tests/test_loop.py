@@ -9,7 +9,7 @@ from critics.quality import QualityMonitor
 from recovery.core.loop import EpisodeLoop, LoopConfig, Step, Subscriber, run_episode
 from recovery.core.modes import Mode
 from recovery.core.actions import GRIPPER_CLOSE, InvalidActionError
-from recovery.core.robot import JointTarget
+from recovery.core.robot import RECOVERY_MOTION, JointTarget
 from recovery.supervision.config import RollbackConfig, SupervisorConfig
 from recovery.supervision.selectors import NoneSelector, RuleConfig, RuleSelector
 from recovery.supervision.supervisor import Supervisor
@@ -95,8 +95,8 @@ def test_a_rollback_is_a_sequence_of_loop_steps_in_its_mode():
     log = Log(robot, push_at=12)
     outcome = play(robot, supervisor(robot, ScriptedSelector({15: Mode.RETRY}), UNREACHABLE), subscribers=(log,))
     rollback = [s for s in log.steps if s.mode == Mode.RETRY]
-    assert rollback and all(isinstance(s.command, JointTarget) for s in rollback)
-    assert all(not isinstance(s.command, JointTarget) for s in log.steps if s.mode == Mode.EXECUTE)
+    assert rollback and all(isinstance(s.command, RECOVERY_MOTION) for s in rollback)  # a rise, then joint space
+    assert all(not isinstance(s.command, RECOVERY_MOTION) for s in log.steps if s.mode == Mode.EXECUTE)
     indices = [s.index for s in rollback]
     assert indices == list(range(16, 16 + len(indices)))  # right after the decision, one period each
     (decision,) = outcome.extras["recoveries"]
@@ -155,7 +155,7 @@ def test_a_refused_rollback_commands_nothing_and_counts_as_failed():
     robot.reset(0, 7)
     robot.refuse = "joint 4 would leave its limits"
     outcome = run_episode(robot, sup, robot.instruction, LoopConfig(max_steps=30), (log,))
-    assert not any(isinstance(c, JointTarget) for c in robot.commands)
+    assert not any(isinstance(c, RECOVERY_MOTION) for c in robot.commands)
     ended = next(e for e in log.events if e["event"] == "rollback_end")
     assert ended["refused"] == "joint 4 would leave its limits" and ended["steps"] == 0
     assert outcome.extras["failed_rollbacks"] == 1 and outcome.steps == 30

@@ -9,10 +9,11 @@ from critics.quality import QualityMonitor
 from recovery.core.actions import GRIPPER_CLOSE
 from recovery.core.loop import EpisodeLoop, LoopConfig, Subscriber
 from recovery.core.modes import Mode
-from recovery.core.robot import JointTarget
+from recovery.core.robot import CartesianStep, JointTarget
 from recovery.evaluation.trajectory import TrajectoryRecorder
 from recovery.evaluation.world import WorldWatch
 from recovery.supervision.config import RollbackConfig, SupervisorConfig
+from recovery.supervision.rollback import LIFTED, PhysicalRollback, RollbackResult
 from recovery.supervision.selectors import NoneSelector, RuleSelector
 from recovery.supervision.supervisor import Supervisor
 from sim.disturbances import DisturbanceConfig, DisturbedBackend
@@ -155,6 +156,34 @@ def test_disturbed_backend_observes_where_a_rollback_left_the_arm(object_backend
     np.testing.assert_allclose(disturbed.observe()["eef_pos"], object_backend.observe()["eef_pos"])
     assert np.linalg.norm(disturbed.observe()["eef_pos"] - start.pose.pos) < 0.02  # the observation is fresh
     assert (disturbed.steps_since_disturbance, disturbed._t) == clock  # rollback motion is no policy step
+
+
+def test_a_rollback_to_a_target_aside_lifts_the_hand_clear_first(object_backend):
+    """A straight joint-space line sweeps the hand low across the table; the rollback rises first."""
+    def roll_back_from_low_aside(clearance: float) -> tuple[list, list[float], RollbackResult, float]:
+        object_backend.reset(0, 7)
+        for _ in range(8):
+            object_backend.step(np.array([0.0, 0.0, -0.5, 0.0, 0.0, 1e-9, -1.0]))
+        target = remember(object_backend)
+        for _ in range(10):
+            object_backend.step(np.array([0.4, 0.4, -0.3, 0.0, 0.0, 1e-9, -1.0]))
+        rollback = PhysicalRollback(target, RollbackConfig(clearance=clearance), object_backend)
+        commands, heights = [], []
+        while (control := rollback.next(object_backend.observe(), object_backend.eef_pose(), Mode.RETRY)) is not None:
+            commands.append(control.command)
+            heights.append(float(object_backend.eef_pose().pos[2]))
+            object_backend.step(control.command)
+        return commands, heights, rollback.result(), target.pose.pos[2]
+
+    commands, heights, result, target_height = roll_back_from_low_aside(0.05)
+    lifting = [isinstance(command, CartesianStep) for command in commands]
+    first_joint = lifting.index(False)
+    assert result.reached and first_joint > 0 and not any(lifting[first_joint:])  # rise, then the joint motion
+    assert result.details == {"lift_steps": first_joint} and result.steps == len(commands)
+    assert heights[first_joint] >= target_height + 0.05 - LIFTED  # above the target by the clearance
+    assert heights == sorted(heights[:first_joint + 1]) + heights[first_joint + 1:]  # straight up, never down
+    commands, _, result, _ = roll_back_from_low_aside(0.0)  # no clearance: straight to the joints
+    assert result.reached and result.details == {} and all(isinstance(command, JointTarget) for command in commands)
 
 
 @pytest.mark.parametrize("name", ["action_noise", "object_push", "gripper_open", "obs_noise"])

@@ -2,8 +2,9 @@
 
 The supervisor never learns which backend it drives, and it never steps one: during an episode
 only the episode loop (``recovery.core.loop``) calls ``step``, once per control period, with
-either a policy action (an end-effector delta, validated by ``validate_action``) or a
-``JointTarget`` (one period of a recovery motion in joint space). Everything else here reads.
+either a policy action (an end-effector delta, validated by ``validate_action``) or one period
+of a recovery motion: a ``JointTarget`` (in joint space) or a ``CartesianStep`` (an end-effector
+delta the stack, not the policy, commands). Everything else here reads.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from recovery.core.actions import GRIPPER_OPEN, InvalidActionError
+from recovery.core.actions import GRIPPER_OPEN, InvalidActionError, validate_action
 
 Observation = dict[str, Any]
 
@@ -49,7 +50,21 @@ class JointTarget:
         object.__setattr__(self, "joints", joints)
 
 
-Command = Union[np.ndarray, JointTarget]  # what one call of RobotBackend.step executes
+@dataclass(frozen=True)
+class CartesianStep:
+    """One control period of a recovery motion given as an end-effector delta in the policy
+    action's format (validated and clipped the same way): executed as a policy action is, but the
+    stack moves the arm here, so disturbances and demonstration recorders leave it alone, as they
+    leave a ``JointTarget``."""
+
+    action: np.ndarray
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "action", validate_action(self.action))
+
+
+RECOVERY_MOTION = (JointTarget, CartesianStep)  # the commands that are no policy step
+Command = Union[np.ndarray, JointTarget, CartesianStep]  # what one call of RobotBackend.step executes
 
 
 @dataclass(frozen=True)
@@ -89,7 +104,8 @@ class RobotBackend(ABC):
 
     @abstractmethod
     def step(self, command: Command) -> StepResult:
-        """Execute one control period: a 7-D policy action, or one period of a ``JointTarget`` motion."""
+        """Execute one control period: a 7-D policy action, one period of a ``JointTarget`` motion,
+        or a ``CartesianStep`` (executed as its action)."""
 
     @abstractmethod
     def eef_pose(self) -> EefPose:

@@ -7,7 +7,7 @@ from typing import Callable
 import numpy as np
 
 from recovery.core.loop import EpisodeOutcome, Step, Subscriber
-from recovery.core.robot import JointTarget, Observation
+from recovery.core.robot import RECOVERY_MOTION, Observation
 from recovery.supervision.repair import RepairTarget
 
 IMAGE_KEYS = ("agentview_image", "wrist_image")
@@ -34,7 +34,7 @@ class TrajectoryRecorder(Subscriber):
         self._state = self._sim_state() if self._sim_state else None
 
     def on_step(self, step: Step) -> None:
-        if not isinstance(step.command, JointTarget):
+        if not isinstance(step.command, RECOVERY_MOTION):
             goal = self._repair_goal() if self._repair_goal else None
             if goal is not None and goal is not self._last_goal:  # a repair begins
                 self.repairs.append({"goal": goal.observation(), "start": len(self._steps)})

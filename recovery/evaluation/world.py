@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from recovery.core.loop import EpisodeOutcome, Step, Subscriber
-from recovery.core.robot import JointTarget, Observation
+from recovery.core.robot import RECOVERY_MOTION, Observation
 from recovery.supervision.repair import pose_change
 
 LISTED = (0.005, 0.05)  # m, rad: smaller differences are left out of the record
@@ -80,7 +80,7 @@ class WorldWatch(Subscriber):
             if key == "after":
                 rollback["fingers"].append(_fingers(step.observation))
         self._awaiting = []
-        if not isinstance(step.command, JointTarget):
+        if not isinstance(step.command, RECOVERY_MOTION):
             self._by_policy_step.append(world)
             self._fingers.append(_fingers(step.observation))
         self._last = step.result.observation  # its poses are read once, at the end

@@ -17,7 +17,9 @@ SHIPPED_CRITICS = shipped("critics", "checkpoints")  # value critics and calibra
 @dataclass(frozen=True)
 class RollbackConfig:
     kind: str = "physical"
-    max_steps: int = 40  # a target out of reach is given up after this many control steps
+    max_steps: int = 40  # a target out of reach is given up after this many control steps of the joint motion
+    clearance: float = 0.05  # m: the hand first rises this far above both itself and the target (0: no lift)
+    lift_steps: int = 15  # control steps the rise may take at most
     pos_tol: float = 0.005
     rot_tol: float = 0.05
 

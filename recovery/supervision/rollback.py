@@ -3,6 +3,9 @@
 ``physical`` (default) drives the arm back in joint space, to the joints observed at the target
 state, objects left where they are: what a real arm can do. The gripper opens, or stays closed
 when the target held something (the supervisor then carries back what the gripper holds now).
+A target away from the hand is approached from above: the hand first rises straight up, clear of
+the objects around it, since a straight line in joint space sweeps the hand low across the table
+and knocks over what stands in its way (most of the tipped objects a snapshot would have saved).
 ``snapshot`` restores the whole simulator state in one event: a simulation-only upper bound,
 labelled as such in results.
 Neither steps the robot: each returns what the episode loop executes next.
@@ -18,7 +21,8 @@ import numpy as np
 from recovery.core.actions import GRIPPER_CLOSE, GRIPPER_OPEN
 from recovery.core.loop import Control
 from recovery.core.modes import Mode
-from recovery.core.robot import EefPose, JointTarget, Observation, RobotBackend
+from recovery.core.robot import CartesianStep, EefPose, JointTarget, Observation, RobotBackend
+from recovery.core.servo import servo_action
 from recovery.supervision.config import RollbackConfig
 from recovery.supervision.memory import NominalState
 
@@ -26,6 +30,7 @@ FINGERS_SETTLED = 5e-4  # m per control step: finger joints moving less than thi
 FINGERS_STILL_STEPS = 3  # ... for this many steps have stopped (the gripper command is rate-limited:
 # a reversal from closing to opening pauses the fingers for a step). A policy handed back half-closed
 # fingers reads them as a grasp.
+LIFTED = 0.01  # m: a hand this close below its lift height has risen; a target this close sideways is not lifted to
 
 
 @dataclass(frozen=True)
@@ -48,8 +53,9 @@ class Rollback(Protocol):
 
 
 class PhysicalRollback:
-    """Joint-space motion back to ``target``, until the grip point is within tolerance and the
-    fingers have stopped, or the motion's budget is spent."""
+    """Lift clear when the target is away from the hand, then a joint-space motion back to
+    ``target``, until the grip point is within tolerance and the fingers have stopped, or the
+    motion's budget is spent."""
 
     def __init__(self, target: NominalState, config: RollbackConfig, backend: RobotBackend):
         self.target, self.config = target, config
@@ -58,6 +64,8 @@ class PhysicalRollback:
         self.steps, self._still = 0, 0
         self._fingers: np.ndarray | None = None
         self._errors = (float("inf"), float("inf"))
+        self._lift: tuple[np.ndarray, np.ndarray] | None = None  # the pose the hand rises to first
+        self.lift_steps = 0
 
     def next(self, obs: Observation, pose: EefPose, mode: Mode) -> Control | None:
         fingers = obs["state"][6:8]
@@ -66,10 +74,28 @@ class PhysicalRollback:
             self._still = self._still + 1 if moved < FINGERS_SETTLED else 0
         self._fingers = fingers
         self._errors = pose.distance(self.target.pose)
-        if self.refused or self.reached or self.steps >= self.config.max_steps:
+        if self.refused or self.reached or self.steps >= self.config.max_steps + self.lift_steps:
             return None
         self.steps += 1
+        if self.steps == 1:
+            self._lift = self._lift_pose(pose)
+        rising = self._lift is not None and pose.pos[2] < self._lift[0][2] - LIFTED
+        if rising and self.lift_steps < self.config.lift_steps:
+            self.lift_steps += 1
+            return Control(CartesianStep(servo_action(pose.pos, pose.rot, *self._lift, self.command.gripper)), mode)
+        self._lift = None
         return Control(self.command, mode)
+
+    def _lift_pose(self, pose: EefPose) -> tuple[np.ndarray, np.ndarray] | None:
+        """Straight above the hand, ``clearance`` higher than the target, the hand's orientation kept.
+        None where the joint motion sweeps nothing aside (the target nearly above or below the hand),
+        or the rise would risk more than it saves: the hand carries something back (a fast rise
+        shakes a light grasp loose: LIBERO's bowls slip out)."""
+        aside = np.linalg.norm(pose.pos[:2] - self.target.pose.pos[:2]) >= LIFTED
+        if self.config.clearance <= 0 or self.target.holding or not aside:
+            return None
+        height = self.target.pose.pos[2] + self.config.clearance
+        return np.array([pose.pos[0], pose.pos[1], height]), pose.rot
 
     @property
     def reached(self) -> bool:
@@ -77,7 +103,8 @@ class PhysicalRollback:
         return pos_err <= self.config.pos_tol and rot_err <= self.config.rot_tol and self._still >= FINGERS_STILL_STEPS
 
     def result(self) -> RollbackResult:
-        return RollbackResult(self.reached and not self.refused, self.steps, *self._errors, self.refused)
+        details = {"lift_steps": self.lift_steps} if self.lift_steps else {}
+        return RollbackResult(self.reached and not self.refused, self.steps, *self._errors, self.refused, details)
 
 
 class SnapshotRollback:
