@@ -348,10 +348,9 @@ def _with_paired(table: str, records: list[dict], list_differing: bool) -> str:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from recovery.evaluation.results import ResultsFile
-    from recovery.evaluation.stats import comparison_table
+    from recovery.evaluation.stats import comparison_table, load_variants
 
-    records = [r for path in args.files for r in ResultsFile(path).load()]
+    records = load_variants(args.files)
     report = _with_paired(comparison_table(records), records, args.list_differing)
     print(report)
     if args.out:
@@ -361,10 +360,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
 
 def _cmd_summarize(args: argparse.Namespace) -> int:
-    from recovery.evaluation.results import ResultsFile
-    from recovery.evaluation.stats import format_table, summarize
+    from recovery.evaluation.stats import format_table, load_variants, summarize
 
-    records = [r for path in args.files for r in ResultsFile(path).load()]
+    records = load_variants(args.files)
     print(_with_paired(format_table(summarize(records)), records, args.list_differing))
     return 0
 
@@ -691,8 +689,9 @@ COMMANDS = {
                      "run one supervised episode and plot its quality/value/risk traces", None),
     "compare": (_cmd_compare, _compare_options, "side-by-side success table of several evaluations, with paired "
                 "statistics", "One column per variant (policy, selector/rollback, disturbance); only episodes "
-                "present in every variant (same task, init state and seed) are compared. 'rb' = rollbacks."
-                + PAIRED_HELP),
+                "present in every variant (same task, init state and seed) are compared. 'rb' = rollbacks. "
+                "The same variant in two files (two versions of the code) makes two columns, each named "
+                "after its file." + PAIRED_HELP),
     "reproduce": (_cmd_reproduce, _reproduce_options, "check that episodes reproduce published ones exactly",
                   "Compare every episode of a results file with the same episode (suite, task, init state, seed, "
                   "policy, selector, disturbance, rollback) in published results files: success, steps, rollbacks "

@@ -6,7 +6,7 @@ import pytest
 
 from recovery.evaluation.results import ResultsFile
 from recovery.evaluation.stats import (
-    comparison_table, format_table, mcnemar_exact_p, paired_outcomes, paired_table, paired_variants,
+    comparison_table, format_table, load_variants, mcnemar_exact_p, paired_outcomes, paired_table, paired_variants,
     records_by_variant, summarize, wilson_interval,
 )
 
@@ -119,3 +119,17 @@ def test_compare_cli_prints_paired_row_and_differing_episodes(tmp_path):
     assert "| s/0 | 4 | 7 | B | 104 / 104 | 0 / 4 |" in done.stdout
     assert "| s/0 | 0 |" not in done.stdout  # both succeeded: not listed
     assert out.read_text() == done.stdout
+
+
+def test_the_same_variant_in_two_files_is_two_columns_named_after_them(tmp_path):
+    """Two versions of the code run the same variant: compared, not one overwriting the other."""
+    records = _paired_records()
+    before = _write(tmp_path / "before.jsonl", [r for r in records if r["selector"] == "rule"])
+    after = _write(tmp_path / "after.jsonl", [{**r, "success": True} for r in records if r["selector"] == "rule"])
+    plain = _write(tmp_path / "plain.jsonl", [r for r in records if r["selector"] == "off"])
+    loaded = load_variants([plain, before, after])
+    assert list(records_by_variant(loaded)) == [
+        "p · no supervisor · none", "p · no supervisor · push", "p · rule/physical · none (2: before.jsonl)",
+        "p · rule/physical · none (3: after.jsonl)"]
+    assert "| s | p · rule/physical · none (2: before.jsonl) | p · rule/physical · none (3: after.jsonl) | 6 | 2 | 0 |" \
+        in paired_table(loaded)

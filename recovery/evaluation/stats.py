@@ -8,6 +8,9 @@ import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 from itertools import combinations
+from pathlib import Path
+
+from recovery.evaluation.results import ResultsFile
 
 Z95 = 1.959963984540054
 
@@ -87,7 +90,22 @@ def variant_label(record: dict) -> str:
     if record.get("repair", "rollback") == "policy":
         policy = (record.get("selector_settings") or {}).get("repair_policy", "repair")
         recovery += "+repair" if policy == "repair" else f"+{policy.rsplit(':', 1)[-1]}"
-    return f"{record['policy']} · {recovery} · {record.get('disturbance', 'none')}"
+    label = f"{record['policy']} · {recovery} · {record.get('disturbance', 'none')}"
+    return f"{label} ({record['results_file']})" if "results_file" in record else label
+
+
+def load_variants(paths: list) -> list[dict]:
+    """The records of several results files. Where two files hold the same variant (two versions of
+    the code, two machines), each file's records are told apart by the file's place in ``paths`` and
+    its name (``results_file``, shown in the variant's label: "1: before.jsonl"), so they become two
+    columns in the order given, instead of one overwriting the other."""
+    loaded = [(Path(path), ResultsFile(path).load()) for path in paths]
+    files_of: dict[str, set[Path]] = defaultdict(set)
+    for path, records in loaded:
+        for r in records:
+            files_of[variant_label(r)].add(path)
+    return [{**r, "results_file": f"{place}: {path.name}"} if len(files_of[variant_label(r)]) > 1 else r
+            for place, (path, records) in enumerate(loaded, 1) for r in records]
 
 
 def episode_key(record: dict) -> tuple:
