@@ -691,7 +691,7 @@ COMMANDS = {
                 "statistics", "One column per variant (policy, selector/rollback, disturbance); only episodes "
                 "present in every variant (same task, init state and seed) are compared. 'rb' = rollbacks. "
                 "The same variant in two files (two versions of the code) makes two columns, each named "
-                "after its file." + PAIRED_HELP),
+                "by its file's place and path." + PAIRED_HELP),
     "reproduce": (_cmd_reproduce, _reproduce_options, "check that episodes reproduce published ones exactly",
                   "Compare every episode of a results file with the same episode (suite, task, init state, seed, "
                   "policy, selector, disturbance, rollback) in published results files: success, steps, rollbacks "

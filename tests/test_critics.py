@@ -13,7 +13,7 @@ from critics.risk import (RiskHead, RiskMonitor, fit_risk_head, history_features
 from critics.tracking import TrackingConfig, TrackingMonitor
 from critics.value import ValueCritic, ValueNet, discounted_outcome
 from recovery.core.features import FeatureLayout
-from recovery.pipelines.train_critic import auroc
+from recovery.pipelines.train_critic import after_burst_peaks, auroc, burst_end
 
 CFG = QualityConfig()
 
@@ -145,6 +145,16 @@ def test_discounted_outcome_and_auroc():
     np.testing.assert_allclose(discounted_outcome(3, True, 0.5), [0.25, 0.5, 1.0])
     assert auroc(np.array([0.9, 0.8, 0.1, 0.2]), np.array([1, 1, 0, 0])) == 1.0
     assert auroc(np.array([0.5, 0.5]), np.array([1, 0])) == 0.5
+
+
+def test_the_after_burst_score_is_the_peak_in_the_window_after_the_burst():
+    """The burst's last disturbed action is at fired_at + duration - 1; the window starts at the state it led to."""
+    assert burst_end({"fired_at": 40, "duration": 5}) == 45
+    assert burst_end({"fired_at": None, "duration": 5}) == burst_end(None) == -1  # none fired; no disturbance
+    signal = np.zeros(100)
+    signal[44], signal[50], signal[80] = 9.0, 0.5, 7.0  # before the window, inside it, after it
+    peaks = after_burst_peaks([signal, signal, signal[:40]], [45, -1, 45], window=20)
+    assert peaks[0] == 0.5 and np.isnan(peaks[1]) and np.isnan(peaks[2])  # no burst; over before its end
 
 
 def test_numpy_inference_matches_the_torch_nets():

@@ -7,14 +7,19 @@ import numpy as np
 import pytest
 import torch
 
+from critics.value import ValueCritic
 from recovery.core.features import FeatureLayout, axis_angle_rot6d, quat_xyzw_to_matrix
+from recovery.core.files import file_digest
 from recovery.evaluation.runner import EvalConfig, evaluate
 from recovery.pipelines.collect_demos import DemoConfig, collect_demos
 from recovery.pipelines.train_policy import TrainConfig, chunk_targets, train
+from recovery.supervision.build import CriticPolicyError, check_critic_policy
+from recovery.supervision.config import SHIPPED_CRITICS
 from sim.demos import load_demos
 from vla_wrappers.base import PolicyConfigError
 from vla_wrappers.embedded.model import NetConfig
 from vla_wrappers.embedded.policy import SHIPPED, EmbeddedConfig, EmbeddedPolicy
+from vla_wrappers.registry import make_policy
 
 
 def axis_angle_to_matrix(aa: np.ndarray) -> np.ndarray:
@@ -102,6 +107,7 @@ def test_collect_train_and_run(tmp_path):
                                     policy_options={"checkpoint": str(out), "device": "cpu"}, max_steps=10,
                                     out=tmp_path / "r.jsonl", progress=False))
     assert record["error"] is None and record["steps"] == 10 and record["inferences"] == 2
+    assert record["policy_weights"] == file_digest(out)  # what a critic trained on these rollouts is bound to
 
 
 def test_checkpoint_of_another_format_is_refused(tmp_path):
@@ -116,6 +122,22 @@ def test_unknown_instruction_is_refused():
     policy = EmbeddedPolicy(None, EmbeddedConfig(device="cpu"))
     with pytest.raises(PolicyConfigError, match="no shipped embedded policy checkpoint|was not trained on"):
         policy.reset("juggle three oranges")
+
+
+def test_a_critic_of_other_policy_weights_is_refused_and_one_that_records_none_warned_about():
+    object_policy = EmbeddedPolicy(None, EmbeddedConfig(checkpoint=str(SHIPPED / "libero_object.pt")))
+    spatial_policy = EmbeddedPolicy(None, EmbeddedConfig(checkpoint=str(SHIPPED / "libero_spatial.pt")))
+    path = SHIPPED_CRITICS / "libero_object.pt"
+    critic = ValueCritic.load(path)
+    critic.training["policy_weights"] = object_policy.weights_digest()
+    check_critic_policy(critic, path, object_policy)  # its own policy's weights: passes
+    with pytest.raises(CriticPolicyError, match=f"trained on rollouts of policy weights {critic.training['policy_weights']}"
+                                                f"; this run's policy runs {spatial_policy.weights_digest()}"):
+        check_critic_policy(critic, path, spatial_policy)
+    del critic.training["policy_weights"]
+    with pytest.warns(UserWarning, match="does not record the policy weights"):
+        check_critic_policy(critic, path, spatial_policy)
+    check_critic_policy(critic, path, make_policy("zero", None))  # no weights of ours to compare: nothing to say
 
 
 @pytest.mark.sim

@@ -129,7 +129,7 @@ def test_the_same_variant_in_two_files_is_two_columns_named_after_them(tmp_path)
     plain = _write(tmp_path / "plain.jsonl", [r for r in records if r["selector"] == "off"])
     loaded = load_variants([plain, before, after])
     assert list(records_by_variant(loaded)) == [
-        "p · no supervisor · none", "p · no supervisor · push", "p · rule/physical · none (2: before.jsonl)",
-        "p · rule/physical · none (3: after.jsonl)"]
-    assert "| s | p · rule/physical · none (2: before.jsonl) | p · rule/physical · none (3: after.jsonl) | 6 | 2 | 0 |" \
+        "p · no supervisor · none", "p · no supervisor · push", f"p · rule/physical · none (2: {before})",
+        f"p · rule/physical · none (3: {after})"]
+    assert f"| s | p · rule/physical · none (2: {before}) | p · rule/physical · none (3: {after}) | 6 | 2 | 0 |" \
         in paired_table(loaded)

@@ -56,6 +56,12 @@ class Policy(ABC):
     def infer(self, obs: Observation) -> PolicyOutput:
         """One inference: an action chunk for the next steps."""
 
+    def weights_digest(self) -> str | None:
+        """A digest of the weights this policy runs, where they are a file of ours to read (None: a
+        remote server, a scripted expert, or not known before the first task): what a value critic
+        trained on the policy's rollouts is bound to."""
+        return None
+
     def close(self) -> None:
         """Release connections or models."""
 

@@ -1,7 +1,8 @@
-"""Writing a file so that a crash mid-write leaves the previous one intact."""
+"""Writing a file so that a crash mid-write leaves the previous one intact; naming a file's content."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,3 +18,9 @@ def written_atomically(path: Path) -> Iterator[Path]:
     tmp = path.with_name(f"{path.stem}.tmp{path.suffix}")
     yield tmp
     tmp.replace(path)
+
+
+def file_digest(path: Path | None) -> str | None:
+    """A short digest of the file's bytes (None for no file): what a checkpoint trained on another
+    file records of it, to tell whether it still reads the same one."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16] if path else None

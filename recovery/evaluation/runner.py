@@ -117,6 +117,7 @@ class EpisodeWorker:
         self._sim_key: tuple | None = None
         self._backend = None
         self._agent = None
+        self._weights: str | None = None  # the base policy's weights digest, recorded with each episode
 
     def run(self, spec: EpisodeSpec) -> dict:
         task = resolve_task(spec.suite, spec.task)
@@ -137,6 +138,8 @@ class EpisodeWorker:
             stop = (lambda: "recovered" if agent.rollbacks else None) if self.config.end_after_recovery else None
             outcome = run_episode(backend, agent, backend.instruction, loop, tuple(subscribers), stop)
             record.update(success=outcome.success, steps=outcome.steps, inferences=outcome.inferences)
+            if self._weights:
+                record["policy_weights"] = self._weights
             record["recovery"] = outcome.extras or None
             if self.config.disturbance != "none":
                 record["disturbance_info"] = backend.record()
@@ -162,6 +165,7 @@ class EpisodeWorker:
                                           self.config.disturbance, self.config.dart)
             broker = ChunkBroker(make_policy(spec.policy, self._backend, self.config.policy_options),
                                  self.config.replan_every)
+            self._weights = broker.policy.weights_digest()
             recovery = self.config.recovery
             self._agent = build_supervisor(self._backend, broker, spec, recovery) if recovery else broker
             self._sim_key = spec.simulator_key()

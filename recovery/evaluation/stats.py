@@ -97,14 +97,14 @@ def variant_label(record: dict) -> str:
 def load_variants(paths: list) -> list[dict]:
     """The records of several results files. Where two files hold the same variant (two versions of
     the code, two machines), each file's records are told apart by the file's place in ``paths`` and
-    its name (``results_file``, shown in the variant's label: "1: before.jsonl"), so they become two
-    columns in the order given, instead of one overwriting the other."""
+    its path as given (``results_file``, shown in the variant's label: "1: old/rule.jsonl"), so they
+    become two columns in the order given, instead of one overwriting the other."""
     loaded = [(Path(path), ResultsFile(path).load()) for path in paths]
     files_of: dict[str, set[Path]] = defaultdict(set)
     for path, records in loaded:
         for r in records:
             files_of[variant_label(r)].add(path)
-    return [{**r, "results_file": f"{place}: {path.name}"} if len(files_of[variant_label(r)]) > 1 else r
+    return [{**r, "results_file": f"{place}: {path}"} if len(files_of[variant_label(r)]) > 1 else r
             for place, (path, records) in enumerate(loaded, 1) for r in records]
 
 

@@ -2,8 +2,9 @@
 
 Rollouts run on sampled layouts (never the evaluation init states), half of them under the
 action-noise disturbance so that failures are well represented. Held-out episodes measure how
-well each signal predicts failure: AUROC of an episode-level score, and how many steps before
-the end of a failed episode the signal first fires.
+well each signal predicts failure: AUROC of an episode-level score (and of its peak in the steps
+right after the burst: does the critic tell a burst the policy shrugs off from one it will not
+survive?), and how many steps before the end of a failed episode the signal first fires.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import numpy as np
 
 from critics.risk import RiskConfig, RiskHead, fit_risk_head, history_windows, rule_flags
 from critics.value import ValueCritic, discounted_outcome, fit_value_net
+from recovery.core.errors import RecoveryError
 from recovery.core.features import FeatureLayout
+from recovery.evaluation.results import ResultsFile
 from recovery.evaluation.runner import EvalConfig, evaluate
 from sim.tasks import resolve_tasks
 
@@ -32,13 +35,19 @@ class CriticTrainConfig:
     data_dir: Path = Path("critic_data")
     out: Path = Path("checkpoints/critics/critic.pt")
     holdout: float = 0.25
+    after_burst: int = 20  # policy steps after the burst ends in which a signal must tell the outcome
     epochs: int = 30
     hidden: int = 64  # width of V(s)'s two hidden layers; it runs every step, so it is kept small
     progress: bool = True
 
 
-def collect_rollouts(config: CriticTrainConfig) -> list[dict]:
-    """Rollouts with outcomes, one npz per episode under data_dir (resumable like an evaluation)."""
+class CriticDataError(RecoveryError, ValueError):
+    """A rollout store that mixes rollouts of different policy weights."""
+
+
+def collect_rollouts(config: CriticTrainConfig) -> tuple[list[dict], str | None]:
+    """Rollouts with outcomes, one npz per episode under data_dir (resumable like an evaluation), and
+    the digest of the policy weights that made them (None where the policy has no weights file)."""
     root = Path(config.data_dir) / config.suite
     for disturbance, seed in (("none", config.seed), (config.disturbance, config.seed + 10_000)):
         def save(record: dict, disturbance=disturbance) -> None:
@@ -46,18 +55,38 @@ def collect_rollouts(config: CriticTrainConfig) -> list[dict]:
                 traj = record["trajectory"]
                 np.savez_compressed(root / f"{record['task']:02d}_{disturbance}_{record['seed']}.npz",
                                     state=traj["state"], object_poses=traj["object_poses"],
-                                    object_names=traj["object_names"], success=record["success"], task=record["task"])
+                                    object_names=traj["object_names"], success=record["success"], task=record["task"],
+                                    burst_end=burst_end(record.get("disturbance_info")))
 
         root.mkdir(parents=True, exist_ok=True)
         evaluate(EvalConfig(suite=config.suite, episodes=config.episodes_per_task, sampled_layouts=True,
                             policy=config.policy, seed=seed, workers=config.workers, disturbance=disturbance,
                             out=root / f"rollouts_{disturbance}.jsonl", record_trajectories=True,
                             progress=config.progress), on_record=save)
+    weights = {r.get("policy_weights") for d in ("none", config.disturbance)
+               for r in ResultsFile(root / f"rollouts_{d}.jsonl").load()}
+    if len(weights) > 1:
+        raise CriticDataError(f"the rollouts in {root} come from different weights of {config.policy} "
+                              f"({', '.join(sorted(map(str, weights)))}): move them aside and collect again")
     episodes = []
     for path in sorted(root.glob("*.npz")):
         with np.load(path) as data:
             episodes.append({k: data[k] for k in data.files})
-    return episodes
+    return episodes, next(iter(weights), None)
+
+
+def burst_end(info: dict | None) -> int:
+    """The policy step (an index into the episode's states) right after the disturbance's last
+    disturbed action; -1 when none fired."""
+    if not info or info.get("fired_at") is None:
+        return -1
+    return int(info["fired_at"]) + int(info["duration"])
+
+
+def after_burst_peaks(signals: list[np.ndarray], ends: list[int], window: int) -> np.ndarray:
+    """Each signal's peak over the ``window`` steps from its episode's burst end; NaN where no burst
+    fired or the episode was over by its end."""
+    return np.array([s[end:end + window].max() if 0 <= end < len(s) else np.nan for s, end in zip(signals, ends)])
 
 
 def auroc(scores: np.ndarray, labels: np.ndarray) -> float:
@@ -76,7 +105,7 @@ def _lead_time(fired: np.ndarray) -> int | None:
 
 
 def train_critic(config: CriticTrainConfig) -> tuple[ValueCritic, dict]:
-    episodes = collect_rollouts(config)
+    episodes, weights = collect_rollouts(config)
     instructions = tuple(t.instruction for t in resolve_tasks(config.suite, None))
     names = tuple(sorted({n.decode() for e in episodes for n in e["object_names"]}))
     layout = FeatureLayout(names, instructions)
@@ -97,8 +126,9 @@ def train_critic(config: CriticTrainConfig) -> tuple[ValueCritic, dict]:
     traces = {id(e): critic.values(feats[id(e)]) for e in episodes}
     risk_config = RiskConfig()
     critic.risk_head = fit_risk_head([traces[id(e)] for e in train], risk_config, seed=config.seed)
-    report = _report(held, train, traces, critic.risk_head, risk_config)
-    critic.training = {"suite": config.suite, "policy": config.policy, "episodes": len(episodes),
+    report = _report(held, train, traces, critic.risk_head, risk_config, after_burst=config.after_burst)
+    critic.training = {"suite": config.suite, "policy": config.policy, "policy_weights": weights,
+                       "episodes": len(episodes),
                        "train_episodes": len(train), "heldout_episodes": len(held), "seed": config.seed,
                        "hidden": config.hidden,
                        "failure_prediction": report}
@@ -125,17 +155,23 @@ def _signals(episodes: list[dict], traces: dict, head: RiskHead, risk_config: Ri
 
 
 def _report(held: list[dict], train: list[dict], traces: dict, head: RiskHead, risk_config: RiskConfig,
-            false_alarm_budget: float = 0.1, early_steps: int = 100) -> dict:
+            false_alarm_budget: float = 0.1, early_steps: int = 100, after_burst: int = 20) -> dict:
     """Per signal, on held-out episodes: AUROC of the episode's peak (whole episode, and the first
     ``early_steps`` steps, before most successes end: a failing episode is longer, which alone would
-    lift a peak); then, at a threshold set on training successes to fire on at most
+    lift a peak), and over the disturbed episodes of its peak in the ``after_burst`` steps after the
+    burst; then, at a threshold set on training successes to fire on at most
     ``false_alarm_budget`` of them, how many failures it catches and how many steps before the end."""
     labels = np.array([0 if e["success"] else 1 for e in held])
+    ends = [int(e["burst_end"]) if "burst_end" in e else -1 for e in held]  # rollouts stored before it: none
     held_signals = _signals(held, traces, head, risk_config)
     train_signals = _signals([e for e in train if e["success"]], traces, head, risk_config)
+    bursts = np.array([0 <= end < len(e["state"]) for e, end in zip(held, ends)], dtype=bool)
     report = {"heldout_failures": int(labels.sum()), "heldout_successes": int(len(labels) - labels.sum()),
-              "false_alarm_budget": false_alarm_budget, "early_steps": early_steps}
+              "false_alarm_budget": false_alarm_budget, "early_steps": early_steps, "after_burst_steps": after_burst,
+              "after_burst_episodes": f"{int(labels[bursts].sum())} failures, {int((1 - labels[bursts]).sum())} "
+                                      "successes"}
     for name, per_episode in held_signals.items():
+        peaks = after_burst_peaks(per_episode, ends, after_burst)
         threshold = float(np.quantile([s.max() for s in train_signals[name]], 1 - false_alarm_budget))
         fired = [s > threshold for s in per_episode]
         leads = [_lead_time(f) for f, label in zip(fired, labels) if label == 1]
@@ -143,6 +179,7 @@ def _report(held: list[dict], train: list[dict], traces: dict, head: RiskHead, r
         report[name] = {
             "auroc": round(auroc(np.array([s.max() for s in per_episode]), labels), 3),
             "auroc_early": round(auroc(np.array([s[:early_steps].max() for s in per_episode]), labels), 3),
+            "auroc_after_burst": round(auroc(peaks[bursts], labels[bursts]), 3),
             "threshold": round(threshold, 4),
             "fires_on_failures": f"{len(caught)}/{len(leads)}",
             "median_steps_before_end": float(np.median(caught)) if caught else None,

@@ -8,6 +8,7 @@ evaluation (it reads the simulated disturbance).
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -22,12 +23,34 @@ from recovery.supervision.config import SELECTORS, SHIPPED_CRITICS, RecoveryOpti
 from recovery.supervision.ppo import PPOSelector, shipped_selector
 from recovery.supervision.selectors import NoneSelector, RuleConfig, RuleSelector
 from recovery.supervision.supervisor import Supervisor
+from vla_wrappers.base import Policy
 from vla_wrappers.broker import ChunkBroker
 from vla_wrappers.registry import make_policy
 
 
 class RuleConfigError(RecoveryError, ValueError):
     """A thresholds file that `recovery calibrate-rule` did not write, or calibration settings out of range."""
+
+
+class CriticPolicyError(RecoveryError, ValueError):
+    """A value critic trained on the rollouts of other policy weights than the ones running."""
+
+
+def check_critic_policy(critic: ValueCritic, path: Path, policy: Policy) -> None:
+    """Refuse a critic trained on the rollouts of other weights than ``policy`` runs: its values
+    describe another policy's chances, and a selector reading them reads noise. One that does not
+    record its policy's weights (trained before critics did) passes with a warning."""
+    trained, running = critic.training.get("policy_weights"), policy.weights_digest()
+    if running is None or trained == running:
+        return
+    if trained is None:
+        warnings.warn(f"value critic {path} does not record the policy weights it was trained on; this run's "
+                      f"policy runs weights {running}: if they differ, its values describe another policy "
+                      "(`recovery train-critic` makes one that records them)", stacklevel=2)
+        return
+    raise CriticPolicyError(
+        f"value critic {path} was trained on rollouts of policy weights {trained}; this run's policy runs {running}: "
+        f"train one on it with `recovery train-critic --suite {critic.training.get('suite')}` and pass it with --critic")
 
 
 def critic_path(options: RecoveryOptions, suite: str) -> Path | None:
@@ -78,6 +101,8 @@ def build_supervisor(backend: RobotBackend, broker: ChunkBroker, suite: str, tas
     references = load_references(options.references, suite, task_name)
     path = critic_path(options, suite) if selector.reads_value or options.supervisor.keep_trace else None
     critic = ValueCritic.load(path) if path else None
+    if critic:
+        check_critic_policy(critic, path, broker.policy)
     config = replace(options.supervisor, rollback=replace(options.supervisor.rollback, kind=options.rollback))
     repair = ChunkBroker(make_policy(options.repair_policy, backend, options.repair_policy_options),
                          config.repair.replan_every) if options.repair == "policy" else None

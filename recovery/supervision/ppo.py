@@ -8,12 +8,12 @@ named: a swapped critic silently changes what the selector sees.
 
 from __future__ import annotations
 
-import hashlib
 from importlib import metadata
 from pathlib import Path
 
 from recovery.core.decision import DecisionContext
 from recovery.core.errors import RecoveryError
+from recovery.core.files import file_digest
 from recovery.core.modes import Mode
 from recovery.core.shipped import shipped
 from recovery.supervision.observation import LEARNED_MODES, ObservationLayout
@@ -31,10 +31,6 @@ def package_version() -> str:
         return metadata.version("agentic-recovery")
     except metadata.PackageNotFoundError:
         return "unknown"
-
-
-def file_digest(path: Path | None) -> str | None:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16] if path else None
 
 
 def selector_meta(layout: ObservationLayout, critic: Path | None) -> dict:

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from recovery.core.files import file_digest
 from recovery.core.robot import Observation
 from recovery.core.shipped import shipped
 from vla_wrappers.base import Policy, PolicyConfigError, PolicyOutput, config_from_options, resolve_device
@@ -64,6 +65,11 @@ class EmbeddedPolicy(Policy):
 
     def features(self, obs: Observation) -> np.ndarray:
         return self._ckpt.layout.featurize_obs(obs, self._task_id)
+
+    def weights_digest(self) -> str | None:
+        """The checkpoint's digest: ``checkpoint=PATH``, else the shipped one of the backend's suite."""
+        path = self._explicit or shipped_checkpoints(self.shipped).get(self._suite)
+        return file_digest(path) if path and path.exists() else None
 
     def _checkpoint_for(self, instruction: str) -> Checkpoint:
         if self._explicit:
