@@ -28,11 +28,10 @@ from rclpy.node import Node
 from sensor_msgs.msg import Image, JointState
 from std_msgs.msg import Bool, Float64
 
-from recovery.core.actions import validate_action
 from recovery.core.errors import RecoveryError
 from recovery.core.features import quat_xyzw_to_matrix
-from recovery.core.robot import (CartesianStep, Command, ContactInfo, EefPose, JointTarget, Observation, RobotBackend,
-                                 StepResult)
+from recovery.core.robot import (Command, ContactInfo, EefPose, JointTarget, Observation, RobotBackend, StepResult,
+                                 delta_action)
 from ros_nodes.config import ConfigError, RobotConfig
 from ros_nodes.convert import action_to_twist, image_to_rgb, standard_state
 from ros_nodes.messages import pose_arrays, to_sec, trajectory_msg
@@ -126,10 +125,8 @@ class RosBackend(RobotBackend):
     def step(self, command: Command) -> StepResult:
         if isinstance(command, JointTarget):
             self._follow(command)
-        elif isinstance(command, CartesianStep):
-            self._twist(command.action)
         else:
-            self._twist(validate_action(command))
+            self._twist(delta_action(command))
         self._wait_tick()
         return StepResult(self.observe(), bool(self.state.latest("success")))
 

@@ -20,10 +20,9 @@ from typing import Any
 import mujoco
 import numpy as np
 
-from recovery.core.actions import validate_action
 from recovery.core.errors import RecoveryError
-from recovery.core.robot import (NO_CONTACT, CartesianStep, Command, ContactInfo, EefPose, JointTarget, Observation,
-                                 RobotBackend, StepResult)
+from recovery.core.robot import (NO_CONTACT, Command, ContactInfo, EefPose, JointTarget, Observation, RobotBackend,
+                                 StepResult, delta_action)
 from sim.tasks import TaskSpec
 
 logging.getLogger("robosuite_logs").setLevel(logging.ERROR)
@@ -152,9 +151,8 @@ class LiberoBackend(RobotBackend):
             self._use_joint_control()
             lead = np.clip((command.joints - self._obs["joint_pos"]) / JOINT_LEAD, -1.0, 1.0)
             return self._step_controller(np.r_[lead, command.gripper])
-        action = command.action if isinstance(command, CartesianStep) else validate_action(command)
         self._use_osc()
-        return self._step_controller(action)
+        return self._step_controller(delta_action(command))
 
     def _step_controller(self, command: np.ndarray) -> StepResult:
         raw, _, done, _ = self._env.step(command)

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from recovery.core.actions import POS_SCALE, ROT_SCALE, validate_action
-from recovery.core.robot import CartesianStep, Command, ContactInfo, EefPose, JointTarget, Observation, RobotBackend, StepResult
+from recovery.core.actions import POS_SCALE, ROT_SCALE
+from recovery.core.robot import (Command, ContactInfo, EefPose, JointTarget, Observation, RobotBackend, StepResult,
+                                 delta_action)
 from vla_wrappers.base import Policy, PolicyOutput
 
 LINK = 0.1  # m of grip-point travel per radian of the first three joints
@@ -106,7 +107,7 @@ class KinematicRobot(RobotBackend):
             state.moving = np.zeros(4)
             gripper = command.gripper
         else:
-            action = command.action if isinstance(command, CartesianStep) else validate_action(command)
+            action = delta_action(command)
             state.joints[:4] += state.moving
             state.moving = np.r_[0.2 * POS_SCALE * action[:3] / LINK, 0.2 * ROT_SCALE * action[5]]
             gripper = action[6]

@@ -67,6 +67,11 @@ RECOVERY_MOTION = (JointTarget, CartesianStep)  # the commands that are no polic
 Command = Union[np.ndarray, JointTarget, CartesianStep]  # what one call of RobotBackend.step executes
 
 
+def delta_action(command: np.ndarray | CartesianStep) -> np.ndarray:
+    """The validated end-effector delta a backend executes for a policy action or a ``CartesianStep``."""
+    return command.action if isinstance(command, CartesianStep) else validate_action(command)
+
+
 @dataclass(frozen=True)
 class ContactInfo:
     """Contacts between the robot and the rest of the world (robot self-contacts excluded)."""

@@ -19,7 +19,6 @@ from critics.risk import RiskConfig, RiskHead, fit_risk_head, history_windows, r
 from critics.value import ValueCritic, discounted_outcome, fit_value_net
 from recovery.core.errors import RecoveryError
 from recovery.core.features import FeatureLayout
-from recovery.evaluation.results import ResultsFile
 from recovery.evaluation.runner import EvalConfig, evaluate
 from sim.tasks import resolve_tasks
 
@@ -49,6 +48,7 @@ def collect_rollouts(config: CriticTrainConfig) -> tuple[list[dict], str | None]
     """Rollouts with outcomes, one npz per episode under data_dir (resumable like an evaluation), and
     the digest of the policy weights that made them (None where the policy has no weights file)."""
     root = Path(config.data_dir) / config.suite
+    weights: set[str | None] = set()
     for disturbance, seed in (("none", config.seed), (config.disturbance, config.seed + 10_000)):
         def save(record: dict, disturbance=disturbance) -> None:
             if record["error"] is None:
@@ -59,12 +59,11 @@ def collect_rollouts(config: CriticTrainConfig) -> tuple[list[dict], str | None]
                                     burst_end=burst_end(record.get("disturbance_info")))
 
         root.mkdir(parents=True, exist_ok=True)
-        evaluate(EvalConfig(suite=config.suite, episodes=config.episodes_per_task, sampled_layouts=True,
-                            policy=config.policy, seed=seed, workers=config.workers, disturbance=disturbance,
-                            out=root / f"rollouts_{disturbance}.jsonl", record_trajectories=True,
-                            progress=config.progress), on_record=save)
-    weights = {r.get("policy_weights") for d in ("none", config.disturbance)
-               for r in ResultsFile(root / f"rollouts_{d}.jsonl").load()}
+        records = evaluate(EvalConfig(suite=config.suite, episodes=config.episodes_per_task, sampled_layouts=True,
+                                      policy=config.policy, seed=seed, workers=config.workers, disturbance=disturbance,
+                                      out=root / f"rollouts_{disturbance}.jsonl", record_trajectories=True,
+                                      progress=config.progress), on_record=save)
+        weights |= {r.get("policy_weights") for r in records}  # those of earlier sessions too
     if len(weights) > 1:
         raise CriticDataError(f"the rollouts in {root} come from different weights of {config.policy} "
                               f"({', '.join(sorted(map(str, weights)))}): move them aside and collect again")
