@@ -121,9 +121,11 @@ def _add_policy_args(parser: argparse.ArgumentParser, default: str) -> None:
 
 
 def _add_recovery_args(parser: argparse.ArgumentParser, selector_default: str | None,
-                       disturbance_default: str, choose_selector: bool = True, choose_repair: bool = True) -> None:
+                       disturbance_default: str, choose_selector: bool = True, choose_repair: bool = True,
+                       several_disturbances: bool = False) -> None:
     """The supervisor's settings; ``choose_selector`` False where the selector is the one being trained,
-    ``choose_repair`` False where repairs do not run yet (the selector's training environment)."""
+    ``choose_repair`` False where repairs do not run yet (the selector's training environment),
+    ``several_disturbances`` where each disturbed episode draws one of several (training)."""
     rec = parser.add_argument_group("recovery" + ("" if selector_default else " (the supervisor; off unless "
                                                                             "--selector is given)"))
     if choose_selector:
@@ -159,9 +161,12 @@ def _add_recovery_args(parser: argparse.ArgumentParser, selector_default: str | 
     rec.add_argument("--critic", type=Path, help="value critic (default: the shipped one for the suite, if any)")
     rec.add_argument("--max-rollbacks", type=int, default=SupervisorConfig.max_rollbacks,
                      help="recovery budget per episode (default %(default)s)")
-    rec.add_argument("--disturbance", choices=DISTURBANCES, default=disturbance_default,
+    several = ({"nargs": "+", "default": [disturbance_default]} if several_disturbances
+               else {"default": disturbance_default})
+    rec.add_argument("--disturbance", choices=DISTURBANCES, **several,
                      help="action_noise: the 5-step burst of magnitude 3.0 (see sim.disturbances for the others; "
-                     "default %(default)s)")
+                     + ("several: each disturbed episode draws one of them; " if several_disturbances else "")
+                     + "default %(default)s)")
 
 
 PAIRED_HELP = """
@@ -289,15 +294,16 @@ def _cmd_calibrate_rule(args: argparse.Namespace) -> int:
 
 
 def _cmd_train_selector(args: argparse.Namespace) -> int:
-    from recovery.learning.env import SelectorEnvConfig
+    from recovery.learning.env import RewardConfig, SelectorEnvConfig
     from recovery.learning.train import PPOConfig, TrainSelectorConfig, train_selector
     from recovery.learning.warm_start import WarmStartConfig
 
     env = SelectorEnvConfig(suite=args.suite, tasks=tuple(args.tasks), policy=args.policy,
-                            policy_options=args.policy_opt, disturbance=args.disturbance,
+                            policy_options=args.policy_opt, disturbances=tuple(args.disturbance),
                             disturbed_share=args.disturbed_share, rollback=args.rollback, references=args.references,
                             critic=args.critic, max_steps=args.max_steps,
-                            supervisor=SupervisorConfig(max_rollbacks=args.max_rollbacks))
+                            supervisor=SupervisorConfig(max_rollbacks=args.max_rollbacks),
+                            reward=RewardConfig(**dict(zip(("retry", "repair", "reset"), args.mode_costs))))
     config = TrainSelectorConfig(
         env=env, ppo=PPOConfig(n_steps=args.n_steps), warm_start=WarmStartConfig(decisions=args.warm_start),
         decisions=args.decisions, envs=args.envs, seed=args.seed,
@@ -549,7 +555,7 @@ def _calibrate_rule_options(cr: argparse.ArgumentParser) -> None:
 
 
 def _train_selector_options(ts: argparse.ArgumentParser) -> None:
-    from recovery.learning.env import SelectorEnvConfig
+    from recovery.learning.env import RewardConfig, SelectorEnvConfig
     from recovery.learning.train import PPOConfig, TrainSelectorConfig
     from recovery.learning.warm_start import WarmStartConfig
 
@@ -568,6 +574,11 @@ def _train_selector_options(ts: argparse.ArgumentParser) -> None:
     ts.add_argument("--max-steps", type=int, help="override the suite's step budget per episode")
     ts.add_argument("--disturbed-share", type=float, default=SelectorEnvConfig.disturbed_share,
                     help="share of disturbed episodes (default %(default)s)")
+    costs = RewardConfig()
+    ts.add_argument("--mode-costs", type=float, nargs=3, metavar=("RETRY", "REPAIR", "RESET"),
+                    default=[costs.retry, costs.repair, costs.reset],
+                    help="reward of choosing each recovery mode, on top of +1 success / -1 failure (default "
+                    "%(default)s, the source's; a recovery also spends the episode's steps, which costs it anyway)")
     ts.add_argument("--checkpoint-every", type=int, default=TrainSelectorConfig.checkpoint_every,
                     help="decisions between checkpoints (default %(default)s)")
     ts.add_argument("--eval-every", type=int, default=TrainSelectorConfig.eval_every,
@@ -579,8 +590,8 @@ def _train_selector_options(ts: argparse.ArgumentParser) -> None:
     ts.add_argument("--ray", metavar="ADDRESS", help="run the environments as Ray actors on this cluster")
     ts.add_argument("--out", type=Path, help="run directory (default selectors/SUITE)")
     ts.add_argument("--no-progress", action="store_true")
-    _add_recovery_args(ts, selector_default="ppo", disturbance_default=SelectorEnvConfig.disturbance,
-                       choose_selector=False, choose_repair=False)
+    _add_recovery_args(ts, selector_default="ppo", disturbance_default=SelectorEnvConfig.disturbances[0],
+                       choose_selector=False, choose_repair=False, several_disturbances=True)
 
 
 def _serve_policy_options(sp: argparse.ArgumentParser) -> None:

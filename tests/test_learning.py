@@ -26,6 +26,8 @@ from recovery.supervision.build import critic_path
 from recovery.supervision.config import RecoveryOptions
 from recovery.supervision.observation import LEARNED_MODES, ObservationLayout
 from recovery.supervision.ppo import PPOSelector, SelectorCheckpointError, selector_meta
+from recovery.supervision.selectors import RuleConfig
+from sim.disturbances import UnknownDisturbanceError
 
 pytestmark = pytest.mark.sim
 
@@ -37,19 +39,37 @@ CRITIC = critic_path(RecoveryOptions(), "libero_object")  # the shipped one, whi
 
 def _context(steps: int, quality_steps: int) -> DecisionContext:
     history = {"state": np.ones((steps, 8)), "action": np.full((steps, 7), 0.5), "quality": np.full(quality_steps, .9),
-               "value": np.full(steps, .7), "risk": np.full(steps, .1)}
+               "value": np.full(steps, .7), "risk": np.full(steps, .1), "tracking": np.full(quality_steps, .04)}
     return DecisionContext(step=steps, quality=.9, value=.7, risk=.1, flags={}, rollbacks_left=2,
                            steps_since_rollback=steps, last_rollback_mode=None, history=history)
 
 
 def test_observation_pads_the_past_and_flags_what_is_real():
     layout = ObservationLayout(history=20)
-    rows = layout.encode(_context(steps=5, quality_steps=3))[:-3].reshape(20, layout.row_size)
-    assert rows.shape[1] == 20 and not rows[:15].any()  # before the episode: zeros, flags off
-    assert (rows[15:, :8] == 1).all() and (rows[15:, 8:15] == .5).all() and (rows[15:, 18] == 1).all()
-    assert (rows[17:, 15] == np.float32(.9)).all() and (rows[15:17, 19] == 0).all() and (rows[17:, 19] == 1).all()
-    full = layout.encode(_context(steps=50, quality_steps=50))
-    assert full.shape == (layout.size,) and (full[:-3].reshape(20, -1)[:, 18] == 1).all()
+    encoded = layout.encode(_context(steps=5, quality_steps=3), Mode.RETRY)
+    rows = encoded[:20 * layout.row_size].reshape(20, layout.row_size)
+    assert rows.shape[1] == 21 and not rows[:15].any()  # before the episode: zeros, flags off
+    assert (rows[15:, :8] == 1).all() and (rows[15:, 8:15] == .5).all() and (rows[15:, 19] == 1).all()
+    assert (rows[17:, 15] == np.float32(.9)).all() and (rows[15:17, 20] == 0).all() and (rows[17:, 20] == 1).all()
+    assert np.allclose(rows[17:, 18], .8) and (rows[15:17, 18] == 0).all()  # tracking, in units of 5 cm
+    assert encoded.shape == (layout.size,) and list(encoded[-4:]) == [0, 1, 0, 0]  # the rule's advice: RETRY
+    assert list(layout.encode(_context(steps=5, quality_steps=3), Mode.HOLD)[-4:]) == [1, 0, 0, 0]
+    full = layout.encode(_context(steps=50, quality_steps=50), Mode.EXECUTE)
+    assert (full[:20 * layout.row_size].reshape(20, -1)[:, 19] == 1).all()
+    with pytest.raises(ValueError, match="advice"):
+        layout.encode(_context(steps=5, quality_steps=3))
+
+
+def test_a_first_version_observation_keeps_its_columns():
+    """The shipped selectors of layout 1 read what they were trained on: no tracking column."""
+    layout = ObservationLayout(history=20, version=1)
+    encoded = layout.encode(_context(steps=5, quality_steps=3))
+    assert encoded.shape == (layout.size,) == (20 * 20 + 3,)
+    rows = encoded[:-3].reshape(20, layout.row_size)
+    assert rows.shape[1] == 20 and (rows[15:, 18] == 1).all() and (rows[17:, 19] == 1).all()
+    assert (rows[15:, 17] == np.float32(.1)).all()  # risk, then the flags
+    with pytest.raises(ValueError, match="version 7"):
+        ObservationLayout(version=7)
 
 
 def test_env_passes_the_gymnasium_checker_and_pays_the_source_rewards():
@@ -70,6 +90,18 @@ def test_env_passes_the_gymnasium_checker_and_pays_the_source_rewards():
         env.close()
 
 
+def test_disturbed_episodes_draw_from_the_curriculum():
+    env = SelectorEnv(replace(ENV, disturbances=("action_noise", "gripper_open"), disturbed_share=1.0))
+    try:
+        drawn = [env.reset(seed=seed)[1]["disturbance"] for seed in range(8)]
+        assert env._backend.config.name == drawn[-1]  # the episode runs under what its info says
+    finally:
+        env.close()
+    assert set(drawn) == {"action_noise", "gripper_open"}
+    with pytest.raises(UnknownDisturbanceError, match="'bump'"):
+        SelectorEnv(replace(ENV, disturbances=("bump",)))
+
+
 def test_ppo_trains_on_real_libero_and_the_selector_reloads(tmp_path):
     out = tmp_path / "run"
     config = TrainSelectorConfig(env=ENV, ppo=SMALL_PPO, warm_start=WarmStartConfig(decisions=40, epochs=5),
@@ -87,6 +119,7 @@ def test_ppo_trains_on_real_libero_and_the_selector_reloads(tmp_path):
     assert any((out / "tb").rglob("events.out.tfevents.*"))
     selector = PPOSelector(final, CRITIC)
     assert selector.model.num_timesteps == 128
+    assert RuleConfig.from_dict(selector.settings()["advised_by"]) == ENV.rule  # advised by the rule it trained beside
     assert selector.decide(_context(steps=20, quality_steps=20)) in LEARNED_MODES
 
 
@@ -107,7 +140,7 @@ def test_the_warm_start_clones_the_rule_selector_onto_unseen_decisions():
                               rollbacks_left=int(rng.integers(0, 4)), steps_since_rollback=int(rng.integers(0, 100)),
                               last_rollback_mode=None, history={"quality": quality, "state": np.zeros((20, 8)),
                                                                 "action": np.zeros((20, 7))})
-        observations.append(layout.encode(ctx))
+        observations.append(layout.encode(ctx, rule.decide(ctx)))
         actions.append(LEARNED_MODES.index(rule.decide(ctx)))
     actions = np.array(actions)
     data = TeacherDecisions(observations=np.array(observations), actions=actions,
@@ -129,9 +162,9 @@ def test_checkpoint_of_another_layout_or_no_selector_is_refused(tmp_path):
     env = SelectorEnv(ENV)
     try:
         model = PPO("MlpPolicy", env, n_steps=32, batch_size=32, device="cpu")
-        model.selector_meta = selector_meta(ObservationLayout(history=10), CRITIC)
+        model.selector_meta = selector_meta(ObservationLayout(history=10), CRITIC, RuleConfig())
         model.save(tmp_path / "other.zip")
-        model.selector_meta = selector_meta(ObservationLayout(), CRITIC)
+        model.selector_meta = selector_meta(ObservationLayout(), CRITIC, RuleConfig())
         model.save(tmp_path / "ours.zip")
         del model.selector_meta
         model.save(tmp_path / "plain.zip")
@@ -146,8 +179,8 @@ def test_checkpoint_of_another_layout_or_no_selector_is_refused(tmp_path):
     assert PPOSelector(tmp_path / "ours.zip", CRITIC).path == tmp_path / "ours.zip"
     another_critic = tmp_path / "retrained.pt"  # same kind of file, other weights: another digest
     another_critic.write_bytes(CRITIC.read_bytes() + b"\0")
-    with pytest.raises(SelectorCheckpointError, match=rf"digest {selector_meta(ObservationLayout(), CRITIC)['critic']}.*"
-                       rf"retrained.pt \(digest {selector_meta(ObservationLayout(), another_critic)['critic']}"):
+    with pytest.raises(SelectorCheckpointError, match=rf"digest {selector_meta(ObservationLayout(), CRITIC, RuleConfig())['critic']}.*"
+                       rf"retrained.pt \(digest {selector_meta(ObservationLayout(), another_critic, RuleConfig())['critic']}"):
         PPOSelector(tmp_path / "ours.zip", another_critic)
 
 

@@ -3,7 +3,8 @@
 Between two decisions the episode loop runs exactly as in evaluation (the supervisor as its agent,
 rollback motion included); it stops where the supervisor is about to decide, and the agent's
 action is the decided mode. Episodes draw a task, a layout sampled from its placement regions
-(never one of the fixed evaluation init states) and, on a share of them, the disturbance.
+(never one of the fixed evaluation init states) and, on a share of them, one of the disturbances
+(a curriculum over several: the selector should not learn one disturbance's signature only).
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ import numpy as np
 from recovery.core.decision import DecisionContext
 from recovery.core.loop import EpisodeLoop, LoopConfig
 from recovery.core.modes import Mode
-from recovery.supervision.build import build_supervisor
+from recovery.supervision.build import build_supervisor, rule_config_for
 from recovery.supervision.config import SHIPPED_REFERENCES, RecoveryOptions, SupervisorConfig
 from recovery.supervision.observation import LEARNED_MODES, ObservationLayout
+from recovery.supervision.selectors import RuleConfig, RuleSelector
 from recovery.supervision.supervisor import Supervisor
 from sim.disturbances import DisturbanceConfig, DisturbedBackend
 from sim.libero_backend import LiberoBackend
@@ -51,7 +53,7 @@ class SelectorEnvConfig:
     tasks: tuple[int | str, ...] = ()  # empty: every task of the suite
     policy: str = "embedded"
     policy_options: dict[str, str] = field(default_factory=dict)
-    disturbance: str = "action_noise"
+    disturbances: tuple[str, ...] = ("action_noise",)  # a disturbed episode draws one of them
     disturbed_share: float = 0.5  # of episodes
     task_repeats: int = 4  # episodes in a row on one drawn task: an environment keeps one simulator
     # (a LIBERO scene holds ~1 GB; one per task and process exhausts a 24 GB machine), built once per run
@@ -62,12 +64,16 @@ class SelectorEnvConfig:
     supervisor: SupervisorConfig = field(default_factory=SupervisorConfig)
     reward: RewardConfig = field(default_factory=RewardConfig)
     observation: ObservationLayout = field(default_factory=ObservationLayout)
+    rule: RuleConfig | None = None  # the rule whose advice the observation holds and the warm start clones
+    # (None: the suite's shipped calibration for the policy)
 
     def __post_init__(self) -> None:
         """The supervisor keeps the history the observation shows; the observation scales the
         rollbacks left by the supervisor's budget. Set each on its own side: the other follows."""
         object.__setattr__(self, "supervisor", replace(self.supervisor, history=self.observation.history))
         object.__setattr__(self, "observation", replace(self.observation, max_rollbacks=self.supervisor.max_rollbacks))
+        if self.rule is None:
+            object.__setattr__(self, "rule", rule_config_for(self.suite, self.policy))
 
 
 class SelectorEnv(gym.Env):
@@ -79,9 +85,13 @@ class SelectorEnv(gym.Env):
     def __init__(self, config: SelectorEnvConfig = SelectorEnvConfig()):
         if not 0.0 <= config.disturbed_share <= 1.0:
             raise ValueError(f"disturbed_share must be in [0, 1], got {config.disturbed_share}")
+        if not config.disturbances and config.disturbed_share > 0:
+            raise ValueError("disturbed episodes need at least one disturbance")
         self.config = config
         self._tasks = resolve_tasks(config.suite, list(config.tasks))
-        self._disturbed, self._nominal = DisturbanceConfig(config.disturbance), DisturbanceConfig("none")
+        self._disturbances = [DisturbanceConfig(name) for name in config.disturbances]  # an unknown name fails here
+        self._nominal = DisturbanceConfig("none")
+        self._advisor = RuleSelector(config.rule)
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, (config.observation.size,), np.float32)
         self.action_space = gym.spaces.Discrete(len(LEARNED_MODES))
         self._built: tuple | None = None  # (task index, backend, supervisor, selector) of the current run of episodes
@@ -97,13 +107,14 @@ class SelectorEnv(gym.Env):
         self._repeats_left -= 1
         task = self._task
         disturbed = bool(rng.random() < self.config.disturbed_share)
+        disturbance = self._disturbances[int(rng.integers(len(self._disturbances)))] if disturbed else self._nominal
         self._backend, self._supervisor, self._selector = self._build(task)
-        self._backend.config = self._disturbed if disturbed else self._nominal
+        self._backend.config = disturbance
         self._backend.reset(None, int(rng.integers(*LAYOUT_SEEDS)))
         self._loop = EpisodeLoop(self._backend, self._supervisor,
                                  LoopConfig(max_steps=self.config.max_steps or task.max_steps))
         self._loop.start(self._backend.instruction)
-        self._episode = {"task": task.index, "disturbed": disturbed}
+        self._episode = {"task": task.index, "disturbed": disturbed, "disturbance": disturbance.name}
         self._run_to_decision()
         return self._observation(), dict(self._episode)
 
@@ -148,7 +159,8 @@ class SelectorEnv(gym.Env):
             self._loop.step()
 
     def _observation(self) -> np.ndarray:
-        return self.config.observation.encode(self._context)
+        layout = self.config.observation
+        return layout.encode(self._context, self._advisor.decide(self._context) if layout.advised else None)
 
     def _build(self, task) -> tuple:
         if self._built is None or self._built[0] != task.index:
@@ -179,7 +191,7 @@ class TrainingAgentSelector:
 def build_supervised_task(config: SelectorEnvConfig, task) -> tuple:
     """A disturbable LIBERO backend (physics only), a supervisor around the base policy, and the
     selector through which the agent being trained decides."""
-    backend = DisturbedBackend(LiberoBackend(task), DisturbanceConfig(config.disturbance), task.index)
+    backend = DisturbedBackend(LiberoBackend(task), DisturbanceConfig(), task.index)  # each episode sets its own
     broker = ChunkBroker(make_policy(config.policy, backend, config.policy_options))
     options = RecoveryOptions(rollback=config.rollback, references=config.references, critic=config.critic,
                               supervisor=config.supervisor)

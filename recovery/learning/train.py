@@ -33,7 +33,7 @@ from recovery.learning.ray_envs import RayVecEnv
 from recovery.learning.run_dir import append_curve_row, prepare_run, save_atomically, truncate_curve
 from recovery.learning.warm_start import WarmStartConfig, warm_start
 from recovery.ray_cluster import connect
-from recovery.supervision.build import critic_path, rule_config_for
+from recovery.supervision.build import critic_path
 from recovery.supervision.config import RecoveryOptions
 from recovery.supervision.observation import LEARNED_MODES
 from recovery.supervision.ppo import check_meta, selector_meta
@@ -182,7 +182,7 @@ def train_selector(config: TrainSelectorConfig) -> Path:
     resume_from = prepare_run(out, config.identity())
     layout = config.env.observation
     critic = critic_path(RecoveryOptions(critic=config.env.critic), config.env.suite)
-    teacher = RuleSelector(rule_config_for(config.env.suite, config.env.policy))  # a bad thresholds file fails here
+    teacher = RuleSelector(config.env.rule)  # the rule the observation's advice comes from
     device = resolve_device(config.device)
     venv = make_vec_env(config)
     eval_env = None
@@ -197,7 +197,7 @@ def train_selector(config: TrainSelectorConfig) -> Path:
                         vf_coef=p.vf_coef, ent_coef=p.ent_coef, gae_lambda=p.gae_lambda, n_steps=p.n_steps,
                         batch_size=p.batch_size, n_epochs=p.n_epochs, seed=config.seed, device=device,
                         policy_kwargs={"net_arch": list(p.net_arch)}, tensorboard_log=str(out / "tb"))
-            model.selector_meta = selector_meta(layout, critic)  # saved with every checkpoint
+            model.selector_meta = selector_meta(layout, critic, config.env.rule)  # saved with every checkpoint
             if config.warm_start.decisions:
                 warm_start(model, venv, teacher.decide, config.warm_start, out, config.seed)
         evaluation = []

@@ -68,9 +68,7 @@ def load_rule_config(path: Path) -> RuleConfig:
     if not Path(path).exists():
         raise FileNotFoundError(f"rule thresholds {path} do not exist; make them with `recovery calibrate-rule`")
     try:
-        rule = json.loads(Path(path).read_text())["rule"]
-        rule["value_drop_rules"] = tuple(rule["value_drop_rules"])
-        return RuleConfig(**rule)
+        return RuleConfig.from_dict(json.loads(Path(path).read_text())["rule"])
     except (ValueError, KeyError, TypeError) as error:
         raise RuleConfigError(f"{path} is not a `recovery calibrate-rule` file: {error!r}") from error
 

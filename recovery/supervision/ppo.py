@@ -1,13 +1,16 @@
 """A trained PPO policy as a ``Selector``, and the checkpoint checks that make loading safe.
 
 Checkpoints are stable-baselines3 zips that carry ``selector_meta``: the observation layout, the
-digest of the value critic whose value and risk the selector was trained on, and the package
-version that wrote them. A checkpoint of another layout or another critic fails to load with both
-named: a swapped critic silently changes what the selector sees.
+digest of the value critic whose value and risk the selector was trained on, the thresholds of the
+rule whose advice it reads (layouts from version 2: the selector advises itself with them, so a
+recalibrated rule cannot change what it sees), and the package version that wrote them. A selector is read with the layout version it was trained on (so one of
+an earlier version keeps working); a checkpoint of another layout or another critic fails to load
+with both named: a swapped critic silently changes what the selector sees.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
 
@@ -17,6 +20,7 @@ from recovery.core.files import file_digest
 from recovery.core.modes import Mode
 from recovery.core.shipped import shipped
 from recovery.supervision.observation import LEARNED_MODES, ObservationLayout
+from recovery.supervision.selectors import RuleConfig, RuleSelector
 
 SHIPPED = shipped("recovery.supervision", "checkpoints")
 FORMAT = "agentic-recovery/ppo-selector"
@@ -33,27 +37,48 @@ def package_version() -> str:
         return "unknown"
 
 
-def selector_meta(layout: ObservationLayout, critic: Path | None) -> dict:
-    """``critic``: the value critic's checkpoint the selector reads (None: no critic, value and risk 0)."""
-    return {"format": FORMAT, "layout": layout.describe(), "modes": [m.name for m in LEARNED_MODES],
-            "critic": file_digest(critic), "package_version": package_version()}
+def selector_meta(layout: ObservationLayout, critic: Path | None, rule: RuleConfig | None = None) -> dict:
+    """``critic``: the value critic's checkpoint the selector reads (None: no critic, value and risk 0);
+    ``rule``: the thresholds of the rule whose advice an ``advised`` layout reads."""
+    if layout.advised and rule is None:
+        raise ValueError(f"observation layout version {layout.version} reads the rule's advice: name its thresholds")
+    meta = {"format": FORMAT, **_compared(layout, critic)}
+    return {**meta, "rule": asdict(rule)} if layout.advised else meta
+
+
+def _compared(layout: ObservationLayout, critic: Path | None) -> dict:
+    """What a checkpoint must match to be read here (and the version that writes it)."""
+    return {"layout": layout.describe(), "modes": [m.name for m in LEARNED_MODES], "critic": file_digest(critic),
+            "package_version": package_version()}
 
 
 def check_meta(meta: dict | None, layout: ObservationLayout, path: Path, critic: Path | None) -> None:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise SelectorCheckpointError(f"{path} is not a selector checkpoint of `recovery train-selector`")
-    expected = selector_meta(layout, critic)
+    expected = _compared(layout, critic)
     if meta.get("critic") != expected["critic"]:
         raise SelectorCheckpointError(
             f"{path} was trained on the value critic with digest {meta.get('critic')}; this run reads {critic} "
             f"(digest {expected['critic']}): pass the critic it was trained with (--critic), or retrain it with "
             "`recovery train-selector`")
+    if layout.advised and not isinstance(meta.get("rule"), dict):
+        raise SelectorCheckpointError(f"{path} reads the rule's advice (layout version {layout.version}) but records "
+                                      "no thresholds for it: retrain it with `recovery train-selector`")
     for key in ("layout", "modes"):
         if meta.get(key) != expected[key]:
             raise SelectorCheckpointError(
                 f"{path} was written for observation {key} {meta.get(key)} (package "
                 f"{meta.get('package_version')}); this version (package {expected['package_version']}) reads "
                 f"{expected[key]}: retrain it with `recovery train-selector`")
+
+
+def trained_layout(meta: dict | None) -> ObservationLayout:
+    """The layout of this package's version that the checkpoint says it was trained on (the
+    current one where it names none this package reads: ``check_meta`` then says what differs)."""
+    try:
+        return ObservationLayout(version=meta["layout"]["version"])
+    except (TypeError, KeyError, ValueError):
+        return ObservationLayout()
 
 
 def shipped_selector(suite: str) -> Path:
@@ -65,8 +90,7 @@ class PPOSelector:
 
     reads_value = True
 
-    def __init__(self, path: Path, critic: Path | None, layout: ObservationLayout = ObservationLayout(),
-                 device: str = "cpu"):
+    def __init__(self, path: Path, critic: Path | None, device: str = "cpu"):
         from stable_baselines3 import PPO
 
         path = Path(path)
@@ -74,15 +98,20 @@ class PPOSelector:
             raise FileNotFoundError(f"selector checkpoint {path} does not exist; train one with "
                                     "`recovery train-selector`")
         self.model = PPO.load(path, device=device)
-        check_meta(getattr(self.model, "selector_meta", None), layout, path, critic)
-        self.layout, self.path = layout, path
+        meta = getattr(self.model, "selector_meta", None)
+        self.layout, self.path = trained_layout(meta), path
+        check_meta(meta, self.layout, path, critic)
+        self.advisor = RuleSelector(RuleConfig.from_dict(meta["rule"])) if self.layout.advised else None
 
     def reset(self) -> None:
         pass
 
     def settings(self) -> dict:
-        return {"checkpoint": file_digest(self.path), "critic": self.model.selector_meta["critic"]}
+        meta = self.model.selector_meta
+        return {"checkpoint": file_digest(self.path), "critic": meta["critic"], "layout": self.layout.version,
+                **({"advised_by": meta["rule"]} if self.advisor else {})}
 
     def decide(self, ctx: DecisionContext) -> Mode:
-        action, _ = self.model.predict(self.layout.encode(ctx), deterministic=True)
+        advice = self.advisor.decide(ctx) if self.advisor else None
+        action, _ = self.model.predict(self.layout.encode(ctx, advice), deterministic=True)
         return LEARNED_MODES[int(action)]

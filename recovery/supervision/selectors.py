@@ -53,6 +53,11 @@ class RuleConfig:
     cooldown: int = 10  # steps after a rollback before the next one may trigger
     escalate_within: int = 40  # a second trigger this soon after a rollback becomes a REPAIR
 
+    @classmethod
+    def from_dict(cls, settings: dict) -> RuleConfig:
+        """The thresholds as ``asdict`` wrote them (JSON has lists where the config holds tuples)."""
+        return cls(**{**settings, "value_drop_rules": tuple(settings.get("value_drop_rules", ()))})
+
     def drop_peak_window(self, steps_since_rollback: int) -> int:
         """How many of the latest quality steps the drop's peak is taken over: the drop window, less
         the warm-up after the start or the last rollback (under 2: no drop can be judged yet)."""
