@@ -179,8 +179,9 @@ def test_checkpoint_of_another_layout_or_no_selector_is_refused(tmp_path):
     assert PPOSelector(tmp_path / "ours.zip", CRITIC).path == tmp_path / "ours.zip"
     another_critic = tmp_path / "retrained.pt"  # same kind of file, other weights: another digest
     another_critic.write_bytes(CRITIC.read_bytes() + b"\0")
-    with pytest.raises(SelectorCheckpointError, match=rf"digest {selector_meta(ObservationLayout(), CRITIC, RuleConfig())['critic']}.*"
-                       rf"retrained.pt \(digest {selector_meta(ObservationLayout(), another_critic, RuleConfig())['critic']}"):
+    trained, other = (selector_meta(ObservationLayout(), path, RuleConfig())["critic"]
+                      for path in (CRITIC, another_critic))
+    with pytest.raises(SelectorCheckpointError, match=rf"digest {trained}.*retrained.pt \(digest {other}"):
         PPOSelector(tmp_path / "ours.zip", another_critic)
 
 

@@ -24,7 +24,7 @@ from recovery.supervision.config import SupervisorConfig
 LEARNED_MODES = (Mode.EXECUTE, Mode.RETRY, Mode.REPAIR, Mode.RESET)  # HOLD stays a safety mode, not a choice
 STATE_DIM, ACTION_DIM = 8, 7
 SCALARS = 3  # rollbacks left, steps since the last rollback, episode time
-TRACKING_SCALE = 20.0  # 1/m: a 5 cm tracking error (a burst) reads 1, a nominal few millimetres under 0.1
+SCALES = {"tracking": 20.0}  # 1/m: a 5 cm tracking error (a burst) reads 1, a nominal few millimetres under 0.1
 # per version, the history's columns and their widths, oldest first; then two flags: row valid, quality valid
 _FIRST = (("state", STATE_DIM), ("action", ACTION_DIM), ("quality", 1), ("value", 1), ("risk", 1))
 COLUMNS = {1: _FIRST, 2: _FIRST + (("tracking", 1),)}
@@ -73,7 +73,7 @@ class ObservationLayout:
         for key, width in self.columns:
             values = np.asarray(ctx.history.get(key, ()), dtype=np.float32).reshape(-1, width)[-n:]
             if len(values):
-                rows[n - len(values):, start:start + width] = values * TRACKING_SCALE if key == "tracking" else values
+                rows[n - len(values):, start:start + width] = values * SCALES.get(key, 1.0)
             start += width
         rows[n - min(len(ctx.history.get("state", ())), n):, start] = 1.0
         rows[n - min(len(ctx.history.get("quality", ())), n):, start + 1] = 1.0

@@ -3,9 +3,10 @@
 Checkpoints are stable-baselines3 zips that carry ``selector_meta``: the observation layout, the
 digest of the value critic whose value and risk the selector was trained on, the thresholds of the
 rule whose advice it reads (layouts from version 2: the selector advises itself with them, so a
-recalibrated rule cannot change what it sees), and the package version that wrote them. A selector is read with the layout version it was trained on (so one of
-an earlier version keeps working); a checkpoint of another layout or another critic fails to load
-with both named: a swapped critic silently changes what the selector sees.
+recalibrated rule cannot change what it sees), and the package version that wrote them. A
+selector is read with the layout version it was trained on (so one of an earlier version keeps
+working); a checkpoint of another layout or another critic fails to load with both named: a
+swapped critic silently changes what the selector sees.
 """
 
 from __future__ import annotations
