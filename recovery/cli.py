@@ -157,7 +157,7 @@ def _add_recovery_args(parser: argparse.ArgumentParser, selector_default: str | 
                          help="repair-policy setting, repeatable (e.g. checkpoint=checkpoints/repair/SUITE.pt)")
     rec.add_argument("--references", type=Path, default=SHIPPED_REFERENCES,
                      help="reference trajectories of the global quality metric (default: the shipped ones for "
-                     "libero_object / libero_spatial; `recovery build-references` makes your own)")
+                     "libero_object / libero_spatial / libero_goal; `recovery build-references` makes your own)")
     rec.add_argument("--critic", type=Path, help="value critic (default: the shipped one for the suite, if any)")
     rec.add_argument("--max-rollbacks", type=int, default=SupervisorConfig.max_rollbacks,
                      help="recovery budget per episode (default %(default)s)")

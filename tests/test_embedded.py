@@ -141,8 +141,9 @@ def test_a_critic_of_other_policy_weights_is_refused_and_one_that_records_none_w
 
 
 @pytest.mark.sim
-def test_shipped_policy_succeeds_on_unseen_init_states(tmp_path):
-    assert (SHIPPED / "libero_object.pt").exists()
-    records = evaluate(EvalConfig(suite="libero_object", tasks=(0,), episodes=3, policy="embedded",
+@pytest.mark.parametrize("suite, task", [("libero_object", 0), ("libero_goal", 7)])
+def test_shipped_policy_succeeds_on_unseen_init_states(tmp_path, suite, task):
+    assert (SHIPPED / f"{suite}.pt").exists()
+    records = evaluate(EvalConfig(suite=suite, tasks=(task,), episodes=3, policy="embedded",
                                   out=tmp_path / "r.jsonl", progress=False))
     assert sum(r["success"] for r in records) >= 2, records
