@@ -293,7 +293,7 @@ class ScriptedExpert:
             turn = np.linalg.norm(rotation_error(cur_rot, rot))
             reach = np.linalg.norm(grip[:2] - base_xy)  # the arm is weakest folded or stretched
             score = self._clearance(grip, rot, obstacles) - 0.01 * turn - REACH_COST * abs(reach - COMFORT_REACH) \
-                - sum(np.linalg.norm(grip[:2] - missed[:2]) < MISSED_RADIUS for name, missed in self._missed if name == obj)
+                - sum(np.linalg.norm(grip[:2] - at[:2]) < MISSED_RADIUS for name, at in self._missed if name == obj)
             if score > best_score:
                 best, best_score = Grasp(grip, rot), score
         return best

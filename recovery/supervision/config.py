@@ -10,7 +10,7 @@ from recovery.core.shipped import shipped
 ROLLBACKS = ("physical", "snapshot")
 REPAIRS = ("rollback", "policy")
 SELECTORS = ("none", "rule", "ppo")  # the evaluation adds the simulation-only "oracle"
-SHIPPED_REFERENCES = shipped("critics", "references")  # libero_object / libero_spatial / libero_goal, from the expert's demos
+SHIPPED_REFERENCES = shipped("critics", "references")  # libero_object, _spatial, _goal: from the expert's demos
 SHIPPED_CRITICS = shipped("critics", "checkpoints")  # value critics and calibrated rule thresholds
 
 
