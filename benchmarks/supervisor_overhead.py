@@ -9,8 +9,11 @@ physics of every step, rollback motion included, runs outside ``Supervisor.act``
 loop pays without any supervisor (an agent that only asks the broker, timed by the same clocks, so
 their own cost cancels) is measured beside it and subtracted.
 
-Writes benchmarks/results/supervisor_overhead.json.
-Usage: python benchmarks/supervisor_overhead.py [--critic PATH]
+Writes benchmarks/results/supervisor_overhead.json (libero_object task 0, 150 steps), or
+supervisor_overhead_SUITE_STEPS.json for another suite or episode length: the supervisor's memory,
+histories and reference search are bounded, so a 520-step libero_10 episode should cost the same
+per step (``--suite libero_10 --steps 520``).
+Usage: python benchmarks/supervisor_overhead.py [--suite SUITE] [--steps N] [--critic PATH]
 """
 
 from __future__ import annotations
@@ -38,9 +41,8 @@ from sim.tasks import resolve_task
 from vla_wrappers.broker import ChunkBroker
 from vla_wrappers.registry import ZeroPolicy
 
-OUT = Path(__file__).parent / "results" / "supervisor_overhead.json"
-STEPS, REPEATS = 150, 7
-SPEC = EpisodeSpec("libero_object", 0, 0, 7, "zero", selector="rule")
+RESULTS = Path(__file__).parent / "results"
+SUITE, STEPS, REPEATS = "libero_object", 150, 7
 
 
 def now() -> np.ndarray:
@@ -68,12 +70,12 @@ class Excluded:
         setattr(owner, name, timed)
 
 
-def bare_ms_per_step(backend: LiberoBackend) -> np.ndarray:
+def bare_ms_per_step(backend: LiberoBackend, steps: int) -> np.ndarray:
     backend.reset(0, 7)
     start = now()
-    for _ in range(STEPS):
+    for _ in range(steps):
         backend.raw.step(WAIT_ACTION)
-    return (now() - start) / STEPS * 1e3
+    return (now() - start) / steps * 1e3
 
 
 class PolicyOnly:
@@ -89,18 +91,19 @@ class PolicyOnly:
         return Control(self.broker.act(obs))
 
 
-def agent_ms_per_step(backend: LiberoBackend, agent: Supervisor | PolicyOnly, excluded: Excluded) -> np.ndarray:
+def agent_ms_per_step(backend: LiberoBackend, agent: Supervisor | PolicyOnly, excluded: Excluded,
+                      steps: int) -> np.ndarray:
     """Time inside ``agent.act`` less the excluded calls; the physics steps run outside it."""
     obs = backend.reset(0, 7)
     agent.reset(backend.instruction)
     excluded.seconds = np.zeros(2)
     spent = np.zeros(2)
-    for _ in range(STEPS):
+    for _ in range(steps):
         start = now()
         control = agent.act(obs)
         spent += now() - start
         obs = backend.step(control.command).observation
-    return (spent - excluded.seconds) / STEPS * 1e3
+    return (spent - excluded.seconds) / steps * 1e3
 
 
 def timed_broker(excluded: Excluded) -> ChunkBroker:
@@ -109,9 +112,10 @@ def timed_broker(excluded: Excluded) -> ChunkBroker:
     return broker
 
 
-def build(backend: LiberoBackend, selector: RuleSelector, critic: Path | None, excluded: Excluded) -> Supervisor:
+def build(backend: LiberoBackend, spec: EpisodeSpec, selector: RuleSelector, critic: Path | None,
+          excluded: Excluded) -> Supervisor:
     """The assembly loads the critic only for a selector that reads value or risk."""
-    return assembly.build_supervisor(backend, timed_broker(excluded), SPEC, RecoveryOptions(critic=critic), selector)
+    return assembly.build_supervisor(backend, timed_broker(excluded), spec, RecoveryOptions(critic=critic), selector)
 
 
 def summarize(bare: list[np.ndarray], ours: list[np.ndarray], policy_only: list[np.ndarray],
@@ -133,33 +137,38 @@ def summarize(bare: list[np.ndarray], ours: list[np.ndarray], policy_only: list[
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--suite", default=SUITE, help=f"task 0 of this suite (default {SUITE})")
+    parser.add_argument("--steps", type=int, default=STEPS, help=f"steps per timed episode (default {STEPS})")
     parser.add_argument("--critic", type=Path, help="value critic (default: the suite's shipped one, if any)")
     args = parser.parse_args()
     torch.set_num_threads(1)  # as every worker beside the simulator
-    critic = args.critic or critic_path(RecoveryOptions(), SPEC.suite)
-    backend = LiberoBackend(resolve_task(SPEC.suite, SPEC.task))
+    spec, steps = EpisodeSpec(args.suite, 0, 0, 7, "zero", selector="rule"), args.steps
+    critic = args.critic or critic_path(RecoveryOptions(), spec.suite)
+    backend = LiberoBackend(resolve_task(spec.suite, spec.task))
     excluded = Excluded()
-    variants = {"without_critic": build(backend, RuleSelector(), critic, excluded)}  # the default rule
+    variants = {"without_critic": build(backend, spec, RuleSelector(), critic, excluded)}  # the default rule
     if critic:  # a selector that reads the critic (the rule with its value-drop flags on; ppo does too)
         reading = RuleSelector(RuleConfig(value_drop_rules=("decline", "abrupt_drop")))
-        variants["with_critic"] = build(backend, reading, critic, excluded)
+        variants["with_critic"] = build(backend, spec, reading, critic, excluded)
     policy_only = PolicyOnly(timed_broker(excluded))
-    bare_ms_per_step(backend)  # warm-up
+    bare_ms_per_step(backend, steps)  # warm-up
     bare, ours, floor = ({name: [] for name in variants} for _ in range(3))
     for _ in range(REPEATS):  # alternate so that machine drift hits all alike
         for name, supervisor in variants.items():
-            bare[name].append(bare_ms_per_step(backend))
-            ours[name].append(agent_ms_per_step(backend, supervisor, excluded))
-            floor[name].append(agent_ms_per_step(backend, policy_only, excluded))
+            bare[name].append(bare_ms_per_step(backend, steps))
+            ours[name].append(agent_ms_per_step(backend, supervisor, excluded, steps))
+            floor[name].append(agent_ms_per_step(backend, policy_only, excluded, steps))
     backend.close()
-    figures = {"task": f"{SPEC.suite}/{SPEC.task}", "steps": STEPS, "repeats": REPEATS,
+    out = RESULTS / ("supervisor_overhead.json" if (spec.suite, steps) == (SUITE, STEPS)
+                     else f"supervisor_overhead_{spec.suite}_{steps}.json")
+    figures = {"task": f"{spec.suite}/{spec.task}", "steps": steps, "repeats": REPEATS,
                "critic": critic.name if critic else None,
                "excluded": "base policy (zero policy broker); physics steps, rollback motion included, run outside",
                "overhead": "(supervisor - policy-only agent) / bare physics step, per repeat",
                **{name: summarize(bare[name], ours[name], floor[name], supervisor)
                   for name, supervisor in variants.items()}}
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(figures, indent=2) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(figures, indent=2) + "\n")
     for name in variants:
         for clock in ("wall", "cpu"):
             f = figures[name][clock]
@@ -167,7 +176,7 @@ def main() -> None:
                   f"{f['supervisor_ms_per_step_median']:.3f} ms/step, policy-only agent "
                   f"{f['policy_only_agent_ms_per_step_median']:.3f}: overhead {f['overhead_ratio_median']:.2%} "
                   f"(min {f['overhead_ratio_min']:.1%}, max {f['overhead_ratio_max']:.1%})")
-    print(f"critic: {figures['critic']}\nwritten to {OUT}")
+    print(f"critic: {figures['critic']}\nwritten to {out}")
 
 
 if __name__ == "__main__":

@@ -216,7 +216,7 @@ def _fit(args: argparse.Namespace, train, data: Path, out: Path, evaluate: str) 
 
     checkpoint = train(TrainConfig(
         suite=args.suite, demos_dir=data, out=out, epochs=args.epochs, seed=args.seed, device=args.device,
-        net=NetConfig(horizon=args.horizon, hidden=args.hidden), progress=not args.no_progress,
+        task_objects=args.task_objects, net=NetConfig(horizon=args.horizon, hidden=args.hidden), progress=not args.no_progress,
     ))
     t = checkpoint.training
     print(f"{out}: {t['train_demos']} train / {t['val_demos']} val demonstrations, {t['samples']} samples, "
@@ -465,6 +465,9 @@ def _training_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--horizon", type=int, default=NetConfig.horizon,
                         help="actions per predicted chunk (default %(default)s)")
     parser.add_argument("--hidden", type=int, default=NetConfig.hidden, help="MLP width (default %(default)s)")
+    parser.add_argument("--task-objects", action="store_true",
+                        help="each task sees only the objects of interest its BDDL file names, not the "
+                             "distractors (libero_10: seven or more objects on the table)")
     parser.add_argument("--seed", type=int, default=TrainConfig.seed)
     parser.add_argument("--device", default=TrainConfig.device,
                         help="cpu, cuda or auto (default %(default)s: CUDA if present)")

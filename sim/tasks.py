@@ -6,6 +6,7 @@ import contextlib
 import difflib
 import io
 import os
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -31,6 +32,12 @@ class TaskSpec:
     @property
     def label(self) -> str:
         return f"{self.suite}/{self.index}"
+
+    def objects_of_interest(self) -> tuple[str, ...]:
+        """What the task's BDDL file names as its objects of interest (objects, fixtures and regions)."""
+        with open(self.bddl_path) as bddl:
+            match = re.search(r"\(:obj_of_interest([^)]*)\)", bddl.read())
+        return tuple(match.group(1).split()) if match else ()
 
     def init_states(self) -> np.ndarray:
         return _suite(self.suite).get_task_init_states(self.index)

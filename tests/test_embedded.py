@@ -16,8 +16,9 @@ from recovery.pipelines.train_policy import TrainConfig, chunk_targets, train
 from recovery.supervision.build import CriticPolicyError, check_critic_policy
 from recovery.supervision.config import SHIPPED_CRITICS
 from sim.demos import load_demos
+from sim.tasks import resolve_task
 from vla_wrappers.base import PolicyConfigError
-from vla_wrappers.embedded.model import NetConfig
+from vla_wrappers.embedded.model import Checkpoint, ChunkMLP, NetConfig
 from vla_wrappers.embedded.policy import SHIPPED, EmbeddedConfig, EmbeddedPolicy
 from vla_wrappers.registry import make_policy
 
@@ -84,6 +85,20 @@ def test_layout_slots_absent_objects_as_zeros():
     assert layout.task_id("task two") == 1 and layout.task_id("nope") is None
     slot_a = features[11:24]
     assert not slot_a.any()
+
+
+def test_a_task_sees_only_its_objects_of_interest_and_the_checkpoint_keeps_them(tmp_path):
+    interest = resolve_task("libero_10", 0).objects_of_interest()
+    assert interest == ("alphabet_soup_1", "tomato_sauce_1", "basket_1")  # from the task's BDDL file
+    layout = FeatureLayout(("alphabet_soup_1", "butter_1"), ("task one", "task two"), (interest, ("butter_1",)))
+    poses = {name: np.r_[1.0, 2.0, 3.0, 0, 0, 0, 1] for name in ("alphabet_soup_1", "butter_1")}
+    everything = FeatureLayout(layout.object_names, layout.instructions).featurize(np.zeros(8), poses, task_id=0)
+    seen = layout.featurize(np.zeros(8), poses, task_id=0)
+    assert seen[11:24].tolist() == everything[11:24].tolist() and everything[24:37].any()
+    assert not seen[24:37].any()  # butter: not this task's, an empty slot as for an absent object
+    assert layout.featurize(np.zeros(8), poses, task_id=1)[24:37].tolist() == everything[24:37].tolist()
+    Checkpoint(layout, ChunkMLP(layout.size, NetConfig(hidden=8)), "libero_10", {}).save(tmp_path / "c.pt")
+    assert Checkpoint.load(tmp_path / "c.pt").layout == layout
 
 
 @pytest.mark.sim

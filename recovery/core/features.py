@@ -71,10 +71,15 @@ def quat_rot6d(q: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class FeatureLayout:
-    """Which object goes in which slot and which instruction is which task, fixed at training."""
+    """Which object goes in which slot and which instruction is which task, fixed at training.
+    ``task_objects``, when given, holds per task the only objects it sees (its BDDL file's objects
+    of interest): the others' slots stay empty, as for an absent object. With seven or more objects
+    on the table and 50 demonstrations a task (libero_10), a network that sees every one fits on
+    where the distractors happen to lie."""
 
     object_names: tuple[str, ...]
     instructions: tuple[str, ...]
+    task_objects: tuple[tuple[str, ...], ...] = ()
 
     @property
     def size(self) -> int:
@@ -92,8 +97,9 @@ class FeatureLayout:
         """(n, D) float32 features of n states at once (the critic scores the states between two
         decisions together): numpy's per-call cost is paid once per piece, not once per state and object."""
         states = np.asarray(states, dtype=np.float64)
-        n, names = len(states), self.object_names
-        eef = states[:, :3]
+        n, eef = len(states), states[:, :3]
+        names = self.object_names if not self.task_objects else \
+            tuple(name if name in self.task_objects[task_id] else None for name in self.object_names)  # None: unseen
         slots = np.zeros((n, len(names), SLOT_SIZE))
         present = np.array([[name in poses for name in names] for poses in object_poses], dtype=bool).reshape(n, -1)
         if present.any():

@@ -31,6 +31,7 @@ class TrainConfig:
     lr: float = 1e-3
     weight_decay: float = 1e-4
     input_noise: float = 0.1  # std of Gaussian noise on normalised state features (robustness)
+    task_objects: bool = False  # each task sees only its objects of interest (``FeatureLayout``)
     val_fraction: float = 0.1  # whole demonstrations held out
     seed: int = 0
     device: str = "auto"
@@ -78,8 +79,10 @@ def fit_chunk_net(config: TrainConfig, demos: list, kind: str, featurize: Featur
     torch.manual_seed(config.seed)
     rng = np.random.default_rng(config.seed)
     device = resolve_device(config.device)
-    instructions = tuple(t.instruction for t in resolve_tasks(config.suite, None))
-    layout = FeatureLayout(tuple(sorted({n for d in demos for n in d.object_names})), instructions)
+    tasks = resolve_tasks(config.suite, None)
+    layout = FeatureLayout(tuple(sorted({n for d in demos for n in d.object_names})),
+                           tuple(t.instruction for t in tasks),
+                           tuple(t.objects_of_interest() for t in tasks) if config.task_objects else ())
 
     order = rng.permutation(len(demos))
     n_val = max(1, int(len(demos) * config.val_fraction)) if len(demos) > 1 else 0

@@ -56,6 +56,7 @@ class Checkpoint:
             torch.save({
                 "format": _format(self.kind), "version": CHECKPOINT_VERSION, "suite": self.suite,
                 "object_names": list(self.layout.object_names), "instructions": list(self.layout.instructions),
+                "task_objects": [list(objects) for objects in self.layout.task_objects],
                 "net": asdict(self.net.config), "state_dict": self.net.state_dict(), "training": self.training,
             }, tmp)
 
@@ -70,7 +71,8 @@ class Checkpoint:
                 f"{path}: checkpoint format {raw.get('format')!r} v{raw.get('version')}; expected "
                 f"{_format(kind)!r} v{CHECKPOINT_VERSION}"
             )
-        layout = FeatureLayout(tuple(raw["object_names"]), tuple(raw["instructions"]))
+        layout = FeatureLayout(tuple(raw["object_names"]), tuple(raw["instructions"]),
+                               tuple(tuple(objects) for objects in raw.get("task_objects", ())))
         net = ChunkMLP(len(raw["state_dict"]["feat_mean"]), NetConfig(**raw["net"]))
         net.load_state_dict(raw["state_dict"])
         return cls(layout, net.to(device).eval(), raw["suite"], raw["training"], kind)
