@@ -216,7 +216,8 @@ def _fit(args: argparse.Namespace, train, data: Path, out: Path, evaluate: str) 
 
     checkpoint = train(TrainConfig(
         suite=args.suite, demos_dir=data, out=out, epochs=args.epochs, seed=args.seed, device=args.device,
-        task_objects=args.task_objects, net=NetConfig(horizon=args.horizon, hidden=args.hidden), progress=not args.no_progress,
+        task_objects=args.task_objects, net=NetConfig(horizon=args.horizon, hidden=args.hidden),
+        progress=not args.no_progress,
     ))
     t = checkpoint.training
     print(f"{out}: {t['train_demos']} train / {t['val_demos']} val demonstrations, {t['samples']} samples, "
