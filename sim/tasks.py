@@ -6,7 +6,6 @@ import contextlib
 import difflib
 import io
 import os
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -34,10 +33,11 @@ class TaskSpec:
         return f"{self.suite}/{self.index}"
 
     def objects_of_interest(self) -> tuple[str, ...]:
-        """What the task's BDDL file names as its objects of interest (objects, fixtures and regions)."""
-        with open(self.bddl_path) as bddl:
-            match = re.search(r"\(:obj_of_interest([^)]*)\)", bddl.read())
-        return tuple(match.group(1).split()) if match else ()
+        """What the task's BDDL file names as its objects of interest (objects, fixtures and regions),
+        read by LIBERO's own parser: the env's ``obj_of_interest``, without building the env."""
+        from libero.libero.envs.bddl_utils import robosuite_parse_problem
+
+        return tuple(robosuite_parse_problem(self.bddl_path)["obj_of_interest"])
 
     def init_states(self) -> np.ndarray:
         return _suite(self.suite).get_task_init_states(self.index)
