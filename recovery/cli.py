@@ -545,9 +545,9 @@ def _calibrate_rule_options(cr: argparse.ArgumentParser) -> None:
     cr.add_argument("--seed", type=int, default=CalibrationConfig.seed, help="seed of layout 0 (default %(default)s)")
     cr.add_argument("--false-alarm", type=float, default=CalibrationConfig.false_alarm,
                     help="share of successful episodes on which the rule may fire (default %(default)s)")
-    cr.add_argument("--disturbance", default=CalibrationConfig.disturbance, help="measure how often the thresholds "
-                    "catch this disturbance soon after its onset, on the same layouts ('none': skip; default "
-                    "%(default)s)")
+    cr.add_argument("--disturbance", default=CalibrationConfig.disturbance, help="split the false-alarm budget among "
+                    "the triggers so that they catch the most of this disturbance soon after its onset, on the same "
+                    "layouts, and report how many ('none': one share each; default %(default)s)")
     cr.add_argument("--references", type=Path, default=CalibrationConfig.references)
     cr.add_argument("--workers", type=int, default=CalibrationConfig.workers)
     cr.add_argument("--data", type=Path, default=CalibrationConfig.data_dir, help="rollout store (resumable; "

@@ -13,7 +13,7 @@ from recovery.core.decision import DecisionContext
 from recovery.core.modes import Mode
 from recovery.evaluation.assembly import make_selector
 from recovery.pipelines.calibrate_rule import (
-    CalibrationConfig, calibrate, fires, largest_tracking, rule_statistics, thresholds,
+    CalibrationConfig, Statistics, calibrate, fires, largest_tracking, rule_statistics, thresholds,
 )
 from recovery.supervision.build import RuleConfigError, rule_config_for
 from recovery.supervision.config import RecoveryOptions, SupervisorConfig
@@ -55,7 +55,7 @@ def test_calibrated_rule_is_quiet_on_successes_and_still_catches_a_sharp_drop():
     tracking = _tracking_traces(60)
     config = CalibrationConfig(suite="any", false_alarm=0.1)
     lowest, drop = np.array([rule_statistics(q, config.base, EVERY) for q in successes]).T
-    rule = thresholds(lowest, drop, np.array([largest_tracking(t, config.base) for t in tracking]), config)
+    rule = thresholds(Statistics(lowest, drop, np.array([largest_tracking(t, config.base) for t in tracking])), config)
     assert sum(_fires(rule, q, t) for q, t in zip(successes, tracking)) <= 6
     dropped = successes[0].copy()
     dropped[80:] -= 0.4  # a burst knocks the arm off its course
@@ -73,8 +73,23 @@ def test_the_three_triggers_together_stay_within_the_false_alarm_budget():
     lowest = np.linspace(0.5, 0.7, 20)  # episode 0 scores lowest
     drop = np.linspace(0.05, 0.15, 20)  # episode 19 drops deepest
     tracking = np.roll(np.linspace(0.010, 0.020, 20), 10)  # episode 9 strays furthest
-    rule = thresholds(lowest, drop, tracking, CalibrationConfig(suite="any", false_alarm=0.1))
+    rule = thresholds(Statistics(lowest, drop, tracking), CalibrationConfig(suite="any", false_alarm=0.1))
     assert np.sum(fires(rule, lowest, drop, tracking)) == 2  # 10%, and no stricter than needed
+
+
+def test_the_budget_goes_to_the_trigger_that_catches_the_disturbance():
+    """Bursts that push the arm 2.4 cm off its commands and leave quality alone: the equal split
+    spends two thirds of the budget on quality and misses them; the split that catches the most puts
+    it all on the tracking error, within the same budget."""
+    successes = Statistics(np.linspace(0.5, 0.7, 40), np.linspace(0.05, 0.15, 40),
+                           np.roll(np.linspace(0.010, 0.025, 40), 20))
+    bursts = Statistics(np.full(10, 0.8), np.full(10, 0.02), np.linspace(0.024, 0.0245, 10))
+    config = CalibrationConfig(suite="any", false_alarm=0.1)
+    equal = thresholds(successes, config)
+    assert np.sum(fires(equal, *bursts)) < 5
+    split = thresholds(successes, config, bursts)
+    assert np.sum(fires(split, *bursts)) == 10 and np.mean(fires(split, *successes)) <= 0.1
+    assert split.quality_min == 0.0 and split.quality_drop == np.inf  # off: they caught nothing
 
 
 def test_the_metric_settling_after_a_rollback_is_no_drop():
