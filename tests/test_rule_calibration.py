@@ -13,7 +13,7 @@ from recovery.core.decision import DecisionContext
 from recovery.core.modes import Mode
 from recovery.evaluation.assembly import make_selector
 from recovery.pipelines.calibrate_rule import (
-    CalibrationConfig, Statistics, calibrate, fires, largest_tracking, rule_statistics, thresholds,
+    CalibrationConfig, Statistics, TrackingScales, calibrate, fires, largest_tracking, rule_statistics, thresholds,
 )
 from recovery.supervision.build import RuleConfigError, rule_config_for
 from recovery.supervision.config import RecoveryOptions, SupervisorConfig
@@ -127,6 +127,34 @@ def test_the_tracking_trigger_waits_until_the_push_is_over():
     long_ago = tracking.copy()
     long_ago[-25:-20] = 0.06  # out of the drop window: its pre-push states are gone from the RETRY window too
     assert decide(long_ago) == Mode.EXECUTE
+
+
+def test_each_task_is_judged_against_how_far_its_own_arm_strays():
+    """Task 0's successes stray ~6 cm (a drawer pulls the arm), task 1's ~2 cm: one pooled threshold
+    misses a 4 cm burst on task 1; relative to each task's scale, it is caught, and task 0's
+    successes stay quiet."""
+    tasks = [0] * 10 + [1] * 10
+    strays = np.concatenate([np.linspace(0.055, 0.060, 10), np.linspace(0.016, 0.021, 10)])
+    scales = TrackingScales.fit(tasks, strays)
+    relative = scales.relative(tasks, strays, left_out=True)
+    successes = Statistics(np.full(20, 0.8), np.full(20, 0.05), relative)
+    bursts = Statistics(np.full(4, 0.8), np.full(4, 0.05), scales.relative([1, 1, 0, 0], np.array([0.04, 0.04, 0.07, 0.08])))
+    config = CalibrationConfig(suite="any", false_alarm=0.1)
+    rule = scales.per_task(thresholds(successes, config, bursts), {0: "open the drawer", 1: "pick the bowl"})
+    limits = rule.tracking_max_by_task
+    assert limits["pick the bowl"] < 0.04 < 0.06 < limits["open the drawer"] < 0.07
+    assert limits["pick the bowl"] < rule.tracking_max < 0.045 < limits["open the drawer"]  # pooled: any other task
+
+    def decide(instruction: str) -> Mode:
+        trace = np.concatenate([np.full(10, 0.01), np.full(5, 0.045), np.full(5, 0.01)])  # a 4.5 cm push, over
+        ctx = DecisionContext(step=40, quality=0.9, value=1.0, risk=0.0, flags={}, rollbacks_left=3,
+                              steps_since_rollback=40, last_rollback_mode=None, instruction=instruction,
+                              history={"quality": np.full(20, 0.9), "tracking": trace})
+        return RuleSelector(rule).decide(ctx)
+
+    assert decide("pick the bowl") == Mode.RETRY
+    assert decide("open the drawer") == Mode.EXECUTE  # its successes stray further than this
+    assert decide("a task calibration never saw") == Mode.RETRY
 
 
 @pytest.mark.sim

@@ -45,6 +45,7 @@ class DecisionContext:
     history: Mapping[str, np.ndarray] = field(default_factory=dict)  # last N steps: proprio, actions, q, v, risk
     # objects the task names lying knocked over, which a repair policy could stand up (empty without one)
     knocked_over: tuple[str, ...] = ()
+    instruction: str = ""  # the task's: thresholds calibrated per task are looked up by it
 
 
 class UnknownSelectorError(RecoveryError, ValueError):

@@ -8,7 +8,7 @@ same ``Selector`` contract (``recovery.core.decision``), reading the same ``Deci
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -49,6 +49,9 @@ class RuleConfig:
     # window and has stayed below it for the last `tracking_settle` steps (off by default; calibrate-rule sets it).
     # Rolling back while the arm is still being pushed would only be pushed off again.
     tracking_max: float = float("inf")
+    # per task (its instruction): how far its arm strays in a successful episode differs by task, by a
+    # drawer or a stove knob pulling it off its commands (libero_goal: 1.6 to 6 cm); a task not in it uses tracking_max
+    tracking_max_by_task: dict[str, float] = field(default_factory=dict)
     tracking_settle: int = 2
     cooldown: int = 10  # steps after a rollback before the next one may trigger
     escalate_within: int = 40  # a second trigger this soon after a rollback becomes a REPAIR
@@ -91,8 +94,9 @@ class RuleSelector:
         recent = ctx.history.get("quality", np.array([]))[-window:] if window > 1 else ()
         dropped = len(recent) > 1 and float(np.max(recent)) - ctx.quality >= cfg.quality_drop
         tracking = ctx.history.get("tracking", np.array([]))[-cfg.drop_window:]
-        pushed = (len(tracking) > cfg.tracking_settle and float(np.max(tracking)) >= cfg.tracking_max
-                  and float(np.max(tracking[-cfg.tracking_settle:])) < cfg.tracking_max)
+        limit = cfg.tracking_max_by_task.get(ctx.instruction, cfg.tracking_max)
+        pushed = (len(tracking) > cfg.tracking_settle and float(np.max(tracking)) >= limit
+                  and float(np.max(tracking[-cfg.tracking_settle:])) < limit)
         triggered = (ctx.quality < cfg.quality_min or dropped or pushed
                      or ctx.risk > cfg.risk_max or any(ctx.flags.get(name, False) for name in cfg.value_drop_rules))
         if not triggered:

@@ -205,6 +205,7 @@ class Supervisor:
             history=History({k: tuple(v) for k, v in self._history.items()}),
             knocked_over=knocked_over(self.memory.latest.observation, self.memory.start, self._instruction,
                                       self.config.repair) if self.repair is not None else (),
+            instruction=self._instruction,
         )
 
     def apply(self, mode: Mode) -> Mode:
