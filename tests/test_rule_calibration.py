@@ -155,6 +155,9 @@ def test_each_task_is_judged_against_how_far_its_own_arm_strays():
     assert decide("pick the bowl") == Mode.RETRY
     assert decide("open the drawer") == Mode.EXECUTE  # its successes stray further than this
     assert decide("a task calibration never saw") == Mode.RETRY
+    assert RuleConfig.from_dict(RuleSelector(rule).settings()) == rule  # results records keep the table
+    # and a rule without one records what it did before tables existed: files begun then still resume
+    assert "tracking_max_by_task" not in RuleSelector(RuleConfig()).settings()
 
 
 @pytest.mark.sim

@@ -82,7 +82,12 @@ class RuleSelector:
         pass
 
     def settings(self) -> dict:
-        return asdict(self.config)
+        """What a results record keeps; the per-task table only where there is one, so that a results
+        file begun before thresholds could be per task resumes."""
+        settings = asdict(self.config)
+        if not settings["tracking_max_by_task"]:
+            del settings["tracking_max_by_task"]
+        return settings
 
     def decide(self, ctx: DecisionContext) -> Mode:
         cfg = self.config
