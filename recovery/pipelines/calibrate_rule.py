@@ -8,7 +8,8 @@ error from critics.tracking) that together would have fired on at most ``false_a
 The same layouts under a disturbance decide how that budget is split among the three triggers:
 the split that catches the most disturbances (the rule fires within ``detect_within`` steps of
 the onset) is chosen, and what it catches is reported, with how deep a drop the disturbance
-causes next to the largest drop of an undisturbed success.
+causes next to the largest drop of an undisturbed success. The tracking trigger is set per task,
+relative to how far the task's arm strays from its commands in its successes (``TrackingScales``).
 """
 
 from __future__ import annotations
@@ -178,16 +179,15 @@ class TrackingScales:
     successes' largest tracking error. A drawer or a stove knob pulls the arm off its commands by
     ~6 cm in some libero_goal tasks, by under 2 cm in others; one threshold for all fires on the
     first and misses bursts on the second (45 of 98 caught on libero_goal's calibration layouts,
-    83 with a threshold per task), so the tracking trigger is calibrated relative to the scale."""
+    82 with a threshold per task), so the tracking trigger is calibrated relative to the scale."""
 
     by_task: dict[int, float]
     pooled: float  # of all successes: for a task without one
 
     @classmethod
     def fit(cls, tasks: list[int], tracking: np.ndarray) -> TrackingScales:
-        finite = np.isfinite(tracking)
-        by_task = {task: float(np.median(tracking[finite & (np.asarray(tasks) == task)])) for task in set(tasks)
-                   if np.any(finite & (np.asarray(tasks) == task))}
+        tasks, finite = np.asarray(tasks), np.isfinite(tracking)
+        by_task = {int(task): float(np.median(tracking[finite & (tasks == task)])) for task in np.unique(tasks[finite])}
         return cls(by_task, float(np.median(tracking[finite])) if np.any(finite) else 1.0)
 
     def relative(self, tasks: list[int], tracking: np.ndarray, left_out: bool = False) -> np.ndarray:
