@@ -16,7 +16,7 @@ import pytest
 
 from recovery.evaluation.results import EpisodeSpec, ResultsFile
 from recovery.evaluation.runner import EvalConfig, evaluate
-from recovery.supervision.selectors import RuleConfig
+from recovery.supervision.selectors import RuleConfig, RuleSelector
 
 pytestmark = pytest.mark.sim
 
@@ -150,7 +150,7 @@ def test_resuming_with_other_rule_thresholds_is_refused_and_keeps_the_file(tmp_p
     rule_file = tmp_path / "rule.json"
     rule_file.write_text(json.dumps({"rule": {**asdict(RuleConfig()), "quality_min": 0.3}}))
     first = _eval(tmp_path, episodes=1, recovery=RecoveryOptions(selector="rule"))
-    assert first[0]["selector_settings"] == json.loads(json.dumps(asdict(RuleConfig())))
+    assert first[0]["selector_settings"] == json.loads(json.dumps(RuleSelector(RuleConfig()).settings()))
     before = (tmp_path / "r.jsonl").read_text()
     with pytest.raises(ResultsMismatchError, match=r"1 rule episodes run with other settings \(quality_min differ"):
         _eval(tmp_path, episodes=2, recovery=RecoveryOptions(selector="rule", rule_config=rule_file))
