@@ -149,16 +149,16 @@ def calibrate(config: CalibrationConfig) -> tuple[RuleConfig, dict]:
     every = SupervisorConfig().decision_every
     nominal = _rollouts(config, "none")
     won = [r for r in nominal if r["success"]]
-    successes = episode_statistics(won, config.base, every)
-    scales = TrackingScales.fit([r["task"] for r in won], successes.tracking)
-    successes = successes._replace(tracking=scales.relative([r["task"] for r in won], successes.tracking, True))
+    successes, won_tasks = episode_statistics(won, config.base, every), [r["task"] for r in won]
+    scales = TrackingScales.fit(won_tasks, successes.tracking)
+    successes = successes._replace(tracking=scales.relative(won_tasks, successes.tracking, left_out=True))
     disturbed = None
     if config.disturbance != "none":  # those whose disturbance fired before the episode ended
         fired = [r for r in _rollouts(config, config.disturbance) if r["disturbance_info"]["fired_at"] is not None]
         disturbed = episode_statistics(fired, config.base, every, config.detect_within)
         disturbed = disturbed._replace(tracking=scales.relative([r["task"] for r in fired], disturbed.tracking))
     relative = thresholds(successes, config, disturbed)  # its tracking_max: a multiple of each task's scale
-    rule = scales.per_task(relative, {r["task"]: resolve_task(config.suite, r["task"]).instruction for r in won})
+    rule = scales.per_task(relative, {task: resolve_task(config.suite, task).instruction for task in scales.by_task})
     drops = successes.drop[np.isfinite(successes.drop)]
     report = {"suite": config.suite, "policy": config.policy, "seed": config.seed, "episodes": len(nominal),
               "successes": len(successes.lowest), "false_alarm_target": config.false_alarm,
@@ -194,15 +194,13 @@ class TrackingScales:
         """Each episode's largest tracking error over its task's scale; ``left_out`` (the successes the
         scales came from): over the median of the task's other successes, as for an episode that
         calibration never saw."""
-        tasks = np.asarray(tasks)
+        if not left_out:
+            return np.array([value / self.by_task.get(int(task), self.pooled) for task, value in zip(tasks, tracking)])
+        tasks, usable = np.asarray(tasks), np.isfinite(tracking)
         out = np.empty(len(tracking))
         for i, (task, value) in enumerate(zip(tasks, tracking)):
-            others = tracking[(tasks == task) & np.isfinite(tracking) & (np.arange(len(tracking)) != i)]
-            if left_out:
-                scale = float(np.median(others)) if len(others) else self.pooled
-            else:
-                scale = self.by_task.get(int(task), self.pooled)
-            out[i] = value / scale
+            others = tracking[(tasks == task) & usable & (np.arange(len(tracking)) != i)]
+            out[i] = value / (float(np.median(others)) if len(others) else self.pooled)
         return out
 
     def per_task(self, relative: RuleConfig, instructions: dict[int, str]) -> RuleConfig:
