@@ -132,6 +132,22 @@ def test_physical_rollback_carries_a_light_bowl_back_closed():
         assert rollback["reached"] and rollback["after"]["akita_black_bowl_1"][0] < 0.01
 
 
+def test_a_retry_falls_back_to_the_start_only_while_the_task_objects_lie_there(object_backend):
+    """A RETRY whose window holds no state to go back to (here none: a horizon of 0) falls back to
+    the start while the objects the instruction names lie where they did there. Once one has moved
+    (slid aside, here), driving the arm home would not bring the start back: the RETRY is refused."""
+    def retry_at_25(backend):
+        supervisor = _supervisor(backend, ScriptedSelector({25: Mode.RETRY}), retry_horizon=0)
+        return play(backend, supervisor, 0, 7, 40).extras
+
+    calm = retry_at_25(object_backend)
+    assert [(r["mode"], r["target_step"]) for r in calm["recoveries"]] == [("RETRY", 0)]
+    shifted = DisturbedBackend(object_backend, DisturbanceConfig(name="object_shift", onset_min=10, onset_max=12), 0)
+    refused = retry_at_25(shifted)
+    assert shifted.record()["fired_at"] < 25
+    assert refused["rollbacks"] == 0 and set(refused["modes"]) == {"EXECUTE"}
+
+
 def test_rule_selector_intervenes_on_a_stalled_arm_within_budget(object_backend):
     class PushDown(ChunkBroker):  # full downward actions into the floor: no motion, low quality
         def act(self, obs):
