@@ -687,7 +687,10 @@ COMMANDS = {
                        "init states) and pick the thresholds (low quality, quality drop, tracking error) that together "
                        "fire on at most FALSE_ALARM of its successful episodes. Execution quality is relative to the "
                        "references: a weak policy scores low even when it succeeds, so every suite and policy needs "
-                       "its own."),
+                       "its own. The tracking threshold is per task (a multiple of how far the task's arm strays in "
+                       "its successes); the same layouts under DISTURBANCE decide how the budget is split among the "
+                       "triggers and how many steps after the start the tracking error is not judged (an arm setting "
+                       "off from rest lags its commands): the choice that catches the most disturbances."),
     "train-selector": (_cmd_train_selector, _train_selector_options,
                        "train the mode selector with PPO in simulation (resumable)",
                        "PPO (stable-baselines3; the source's lr 1e-4, gamma 0.99, clip 0.2, vf 0.1, entropy 0.01) over "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,7 +14,8 @@ from recovery.core.decision import DecisionContext
 from recovery.core.modes import Mode
 from recovery.evaluation.assembly import make_selector
 from recovery.pipelines.calibrate_rule import (
-    CalibrationConfig, Statistics, TrackingScales, calibrate, fires, largest_tracking, rule_statistics, thresholds,
+    Calibrated, CalibrationConfig, Statistics, TrackingScales, calibrate, calibrate_at, fires, largest_tracking,
+    rule_statistics, thresholds,
 )
 from recovery.supervision.build import RuleConfigError, rule_config_for
 from recovery.supervision.config import RecoveryOptions, SupervisorConfig
@@ -158,6 +160,39 @@ def test_each_task_is_judged_against_how_far_its_own_arm_strays():
     assert RuleConfig.from_dict(RuleSelector(rule).settings()) == rule  # results records keep the table
     # and a rule without one records what it did before tables existed: files begun then still resume
     assert "tracking_max_by_task" not in RuleSelector(RuleConfig()).settings()
+
+
+def test_the_start_transient_is_not_judged_when_a_warm_up_catches_more():
+    """Every success of task 0 strays 6 cm at steps 11-12 (the arm setting off from rest), under 2 cm
+    after; bursts after step 20 push it 4 cm. Judged from the start, the threshold must clear the
+    transient and misses them; a 20-step warm-up leaves the transient out, and the real rule then
+    catches a burst at step 40 and sits out the transient of the next episode."""
+    rng = np.random.default_rng(0)
+
+    def trace(burst_at: int | None = None, noise: float = 0.002) -> np.ndarray:
+        tracking = np.abs(rng.normal(0.006, noise, 120))
+        tracking[11:13] = rng.uniform(0.055, 0.06)
+        if burst_at is not None:
+            tracking[burst_at: burst_at + 5] = 0.04
+        return tracking
+
+    def record(tracking: np.ndarray, success: bool, fired_at: int | None = None) -> dict:
+        return {"task": 0, "success": success, "disturbance_info": {"fired_at": fired_at},
+                "recovery": {"trace": {"quality": np.full(120, 0.9).tolist(), "tracking": tracking.tolist()}}}
+
+    won = [record(trace(), True) for _ in range(20)]
+    fired = [record(trace(onset), False, onset) for onset in range(25, 75, 5)]
+    config = CalibrationConfig(suite="any", false_alarm=0.1)
+    judged_throughout = calibrate_at(won, fired, config)
+    warmed_up = calibrate_at(won, fired, replace(config, base=replace(config.base, tracking_warmup=20)))
+    assert judged_throughout.key()[0] == 0 and warmed_up.key()[0] == len(fired)
+    assert max([judged_throughout, warmed_up], key=Calibrated.key) is warmed_up
+    rule = warmed_up.scales.per_task(warmed_up.relative, {0: "open the drawer"})
+    assert rule.tracking_warmup == 20 and rule.tracking_max_by_task["open the drawer"] < 0.04
+    assert _fires(rule, np.full(120, 0.9), trace(40, noise=0)) and not _fires(rule, np.full(120, 0.9), trace(noise=0))
+    assert _fires(replace(rule, tracking_warmup=0), np.full(120, 0.9), trace(noise=0))  # without it, the transient
+    assert RuleConfig.from_dict(RuleSelector(rule).settings()) == rule
+    assert "tracking_warmup" not in RuleSelector(RuleConfig()).settings()  # older results files still resume
 
 
 @pytest.mark.sim

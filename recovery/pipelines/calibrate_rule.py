@@ -9,7 +9,10 @@ The same layouts under a disturbance decide how that budget is split among the t
 the split that catches the most disturbances (the rule fires within ``detect_within`` steps of
 the onset) is chosen, and what it catches is reported, with how deep a drop the disturbance
 causes next to the largest drop of an undisturbed success. The tracking trigger is set per task,
-relative to how far the task's arm strays from its commands in its successes (``TrackingScales``).
+relative to how far the task's arm strays from its commands in its successes (``TrackingScales``),
+and not judged over a warm-up after the start (``RuleConfig.tracking_warmup``): of
+``tracking_warmups``, the one whose thresholds catch the most disturbances (ties: the fewest false
+alarms, then the shortest).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ class CalibrationConfig:
     out: Path | None = None  # None: rules/SUITE_POLICY.rule.json here (the installed package is never written)
     disturbance: str = "action_noise"  # the disturbance whose detection is measured ("none": not measured)
     detect_within: int = 25  # steps after the onset in which firing counts as catching the disturbance
+    tracking_warmups: tuple[int, ...] = (0, 5, 10, 15, 20, 25, 30)  # the warm-ups tried (the first without a disturbance)
     progress: bool = True
     base: RuleConfig = field(default_factory=RuleConfig)  # everything but the two thresholds comes from here
 
@@ -69,9 +73,9 @@ def rule_statistics(quality: np.ndarray, rule: RuleConfig, decision_every: int, 
 
 
 def largest_tracking(tracking: np.ndarray, rule: RuleConfig, start: int = 0, stop: int | None = None) -> float:
-    """The largest tracking error in [start, stop) past the cooldown: the rule's tracking trigger can
-    fire on an episode only if this reaches its threshold."""
-    window = np.asarray(tracking)[max(rule.cooldown, start): stop]
+    """The largest tracking error in [start, stop) past the cooldown and the tracking warm-up: the
+    rule's tracking trigger can fire on an episode only if this reaches its threshold."""
+    window = np.asarray(tracking)[max(rule.cooldown, rule.tracking_warmup, start): stop]
     return float(np.max(window)) if len(window) else -np.inf
 
 
@@ -145,19 +149,44 @@ def _at_shares(successes: Statistics, shares: tuple[float | None, ...], base: Ru
                    tracking_max=np.inf if track is None else quantile(successes.tracking, 1 - track))
 
 
-def calibrate(config: CalibrationConfig) -> tuple[RuleConfig, dict]:
+class Calibrated(NamedTuple):
+    """The thresholds at one tracking warm-up, relative to each task's scale, and what they were fitted on."""
+
+    relative: RuleConfig  # its tracking_max: a multiple of each task's scale
+    scales: TrackingScales
+    successes: Statistics
+    disturbed: Statistics | None
+
+    def key(self) -> tuple:
+        """Most disturbances caught, then fewest false alarms, then the shortest warm-up."""
+        caught = int(np.sum(fires(self.relative, *self.disturbed))) if self.disturbed is not None else 0
+        return caught, -float(np.mean(fires(self.relative, *self.successes))), -self.relative.tracking_warmup
+
+
+def calibrate_at(won: list[dict], fired: list[dict] | None, config: CalibrationConfig) -> Calibrated:
+    """The thresholds on successes ``won`` (and, to split the budget, disturbed episodes ``fired``) at
+    ``config.base``'s tracking warm-up."""
     every = SupervisorConfig().decision_every
-    nominal = _rollouts(config, "none")
-    won = [r for r in nominal if r["success"]]
     successes, won_tasks = episode_statistics(won, config.base, every), [r["task"] for r in won]
     scales = TrackingScales.fit(won_tasks, successes.tracking)
     successes = successes._replace(tracking=scales.relative(won_tasks, successes.tracking, left_out=True))
     disturbed = None
-    if config.disturbance != "none":  # those whose disturbance fired before the episode ended
-        fired = [r for r in _rollouts(config, config.disturbance) if r["disturbance_info"]["fired_at"] is not None]
+    if fired is not None:
         disturbed = episode_statistics(fired, config.base, every, config.detect_within)
         disturbed = disturbed._replace(tracking=scales.relative([r["task"] for r in fired], disturbed.tracking))
-    relative = thresholds(successes, config, disturbed)  # its tracking_max: a multiple of each task's scale
+    return Calibrated(thresholds(successes, config, disturbed), scales, successes, disturbed)
+
+
+def calibrate(config: CalibrationConfig) -> tuple[RuleConfig, dict]:
+    nominal = _rollouts(config, "none")
+    won = [r for r in nominal if r["success"]]
+    fired = None
+    if config.disturbance != "none":  # those whose disturbance fired before the episode ended
+        fired = [r for r in _rollouts(config, config.disturbance) if r["disturbance_info"]["fired_at"] is not None]
+    warmups = config.tracking_warmups if fired is not None else config.tracking_warmups[:1]
+    tried = {warmup: calibrate_at(won, fired, replace(config, base=replace(config.base, tracking_warmup=warmup)))
+             for warmup in warmups}
+    relative, scales, successes, disturbed = max(tried.values(), key=Calibrated.key)
     rule = scales.per_task(relative, {task: resolve_task(config.suite, task).instruction for task in scales.by_task})
     drops = successes.drop[np.isfinite(successes.drop)]
     report = {"suite": config.suite, "policy": config.policy, "seed": config.seed, "episodes": len(nominal),
@@ -166,7 +195,9 @@ def calibrate(config: CalibrationConfig) -> tuple[RuleConfig, dict]:
               "largest_drop_of_successes_median": round(float(np.median(drops)), 4) if len(drops) else None,
               "tracking_max_over_task_scale": relative.tracking_max, "rule": asdict(rule)}
     if disturbed is not None:
-        report["detection"] = _detection(disturbed, relative, config)
+        report["detection"] = {**_detection(disturbed, relative, config),
+                               "caught_by_tracking_warmup": {warmup: calibrated.key()[0]
+                                                             for warmup, calibrated in tried.items()}}
     path = config.out or Path("rules") / shipped_rule_path(config.suite, config.policy).name
     with written_atomically(path) as out:
         out.write_text(json.dumps(report, indent=2) + "\n")  # an evaluation never reads half a file

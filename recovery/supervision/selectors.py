@@ -53,6 +53,10 @@ class RuleConfig:
     # drawer or a stove knob pulling it off its commands (libero_goal: 1.6 to 6 cm); a task not in it uses tracking_max
     tracking_max_by_task: dict[str, float] = field(default_factory=dict)
     tracking_settle: int = 2
+    # steps after the start or a rollback whose tracking error is not judged: an arm setting off from rest lags
+    # its commands by more than the one step the tracking model assumes (libero_goal's drawer task: 5.8 cm at steps
+    # 11-12 of every success, under 2 cm after). calibrate-rule chooses it with the thresholds; 0: judged throughout
+    tracking_warmup: int = 0
     cooldown: int = 10  # steps after a rollback before the next one may trigger
     escalate_within: int = 40  # a second trigger this soon after a rollback becomes a REPAIR
 
@@ -65,6 +69,11 @@ class RuleConfig:
         """How many of the latest quality steps the drop's peak is taken over: the drop window, less
         the warm-up after the start or the last rollback (under 2: no drop can be judged yet)."""
         return min(self.drop_window, steps_since_rollback - self.drop_warmup)
+
+    def tracking_judged(self, steps_since_rollback: int) -> int:
+        """How many of the latest tracking errors the trigger judges: the drop window's, less those of
+        the first ``tracking_warmup`` steps after the start or the last rollback."""
+        return max(0, min(self.drop_window, steps_since_rollback + 1 - self.tracking_warmup))
 
 
 class RuleSelector:
@@ -82,12 +91,10 @@ class RuleSelector:
         pass
 
     def settings(self) -> dict:
-        """What a results record keeps; the per-task table only where there is one, so that a results
-        file begun before thresholds could be per task resumes."""
-        settings = asdict(self.config)
-        if not settings["tracking_max_by_task"]:
-            del settings["tracking_max_by_task"]
-        return settings
+        """What a results record keeps; the per-task table and the tracking warm-up only where they are
+        set, so that a results file begun before either existed resumes."""
+        return {key: value for key, value in asdict(self.config).items()
+                if not (key in ("tracking_max_by_task", "tracking_warmup") and not value)}
 
     def decide(self, ctx: DecisionContext) -> Mode:
         cfg = self.config
@@ -98,7 +105,8 @@ class RuleSelector:
         window = cfg.drop_peak_window(ctx.steps_since_rollback)
         recent = ctx.history.get("quality", np.array([]))[-window:] if window > 1 else ()
         dropped = len(recent) > 1 and float(np.max(recent)) - ctx.quality >= cfg.quality_drop
-        tracking = ctx.history.get("tracking", np.array([]))[-cfg.drop_window:]
+        judged = cfg.tracking_judged(ctx.steps_since_rollback)
+        tracking = ctx.history.get("tracking", np.array([]))[-judged:] if judged else ()
         limit = cfg.tracking_max_by_task.get(ctx.instruction, cfg.tracking_max)
         pushed = (len(tracking) > cfg.tracking_settle and float(np.max(tracking)) >= limit
                   and float(np.max(tracking[-cfg.tracking_settle:])) < limit)
