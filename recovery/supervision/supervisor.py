@@ -320,10 +320,10 @@ class Supervisor:
 
     def _start_unchanged(self) -> bool:
         """Whether the objects the instruction names lie where they did at the start. Once the task
-        has moved one (placed the first of two objects, opened a drawer), driving the arm home does
-        not bring the start back: it leaves the base policy a half-done task seen from where it
-        began, which it has never met (libero_10: 8 of the 10 nominal episodes the rule lost went
-        back to the start 135-400 steps in). A snapshot restores the whole world and always may."""
+        has moved one (placed the first of two objects), driving the arm home does not bring the
+        start back: it leaves the base policy a half-done task seen from where it began, which it
+        has never met (libero_10: 8 of the 10 nominal episodes the rule lost went back to the start
+        135-400 steps in). A snapshot restores the whole world and always may."""
         if self.config.rollback.kind == "snapshot":
             return True
         moved = misplaced(self.memory.latest.observation, self.memory.start, self.config.repair)
