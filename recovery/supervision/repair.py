@@ -104,10 +104,16 @@ def misplaced(obs: Observation, target: NominalState, config: RepairConfig) -> d
     return out
 
 
+def misplaced_named(obs: Observation, target: NominalState, instruction: str,
+                    config: RepairConfig) -> dict[str, tuple[float, float]]:
+    """``misplaced``, of the objects the instruction names only: the ones the task is about."""
+    return {name: change for name, change in misplaced(obs, target, config).items() if named_in(instruction, name)}
+
+
 def knocked_over(obs: Observation, start: NominalState, instruction: str, config: RepairConfig) -> tuple[str, ...]:
     """The objects the instruction names that lie knocked over now, against how they stood at the start."""
-    return tuple(name for name, (_, tilt) in misplaced(obs, start, config).items()
-                 if tilt > config.tipped and named_in(instruction, name))
+    return tuple(name for name, (_, tilt) in misplaced_named(obs, start, instruction, config).items()
+                 if tilt > config.tipped)
 
 
 def repair_target(obs: Observation, target: NominalState, instruction: str, config: RepairConfig) -> RepairTarget:
@@ -119,7 +125,7 @@ def repair_target(obs: Observation, target: NominalState, instruction: str, conf
     held = _held_there(target, config)
     if held is not None and held in obs.get("object_poses", {}):
         return replace(goal, focus=held, focus_held=True)  # it was in the hand there: pick it up again
-    named = {name: change for name, change in misplaced(obs, target, config).items() if named_in(instruction, name)}
+    named = misplaced_named(obs, target, instruction, config)
     if not named:
         return goal
     focus = max(named, key=lambda name: (named[name][1] > config.tipped, named[name][0]))  # knocked over first

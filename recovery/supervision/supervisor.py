@@ -26,8 +26,7 @@ from recovery.core.robot import ContactInfo, EefPose, Observation, RobotBackend
 from recovery.supervision.config import SupervisorConfig
 from recovery.supervision.grasp import GraspMonitor
 from recovery.supervision.memory import NominalMemory, NominalState
-from recovery.supervision.repair import (PolicyRepair, RepairTarget, knocked_over, misplaced, named_in,
-                                         repair_target)
+from recovery.supervision.repair import PolicyRepair, RepairTarget, knocked_over, misplaced_named, repair_target
 from recovery.supervision.rollback import Rollback, RollbackResult, start_rollback
 from vla_wrappers.broker import ChunkBroker
 
@@ -326,5 +325,5 @@ class Supervisor:
         135-400 steps in). A snapshot restores the whole world and always may."""
         if self.config.rollback.kind == "snapshot":
             return True
-        moved = misplaced(self.memory.latest.observation, self.memory.start, self.config.repair)
-        return not any(named_in(self._instruction, name) for name in moved)
+        return not misplaced_named(self.memory.latest.observation, self.memory.start, self._instruction,
+                                   self.config.repair)
