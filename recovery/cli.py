@@ -282,11 +282,13 @@ def _cmd_calibrate_rule(args: argparse.Namespace) -> int:
     import json
 
     from recovery.pipelines.calibrate_rule import CalibrationConfig, calibrate
+    from recovery.supervision.selectors import RuleConfig
 
     config = CalibrationConfig(suite=args.suite, policy=args.policy, episodes_per_task=args.episodes, seed=args.seed,
                                false_alarm=args.false_alarm, disturbance=args.disturbance,
                                references=args.references, workers=args.workers,
-                               data_dir=args.data, out=args.out, progress=not args.no_progress)
+                               data_dir=args.data, out=args.out, progress=not args.no_progress,
+                               base=RuleConfig(retry_before_push=args.retry_before_push))
     _, report = calibrate(config)
     print(json.dumps(report, indent=2))
     print(f"thresholds: {report['out']}\nuse them: recovery eval --suite {args.suite} --policy {args.policy} "
@@ -548,6 +550,9 @@ def _calibrate_rule_options(cr: argparse.ArgumentParser) -> None:
     cr.add_argument("--disturbance", default=CalibrationConfig.disturbance, help="split the false-alarm budget among "
                     "the triggers so that they catch the most of this disturbance soon after its onset, on the same "
                     "layouts, and report how many ('none': one share each; default %(default)s)")
+    cr.add_argument("--retry-before-push", action="store_true", help="the written rule sends a rollback the tracking "
+                    "error triggered back to before the push began (RuleConfig.retry_before_push; not calibrated: "
+                    "the shipped libero_10 and libero_spatial rules have it)")
     cr.add_argument("--references", type=Path, default=CalibrationConfig.references)
     cr.add_argument("--workers", type=int, default=CalibrationConfig.workers)
     cr.add_argument("--data", type=Path, default=CalibrationConfig.data_dir, help="rollout store (resumable; "

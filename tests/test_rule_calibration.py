@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from recovery.core.decision import DecisionContext
+from recovery.core.decision import Decision, DecisionContext
 from recovery.core.modes import Mode
 from recovery.evaluation.assembly import make_selector
 from recovery.pipelines.calibrate_rule import (
@@ -124,8 +124,11 @@ def test_the_tracking_trigger_waits_until_the_push_is_over():
     during[-3:] = 0.06  # still being pushed: a rollback now would be pushed off again
     assert decide(during) == Mode.EXECUTE
     after = tracking.copy()
-    after[-8:-3] = 0.06  # pushed, and calm for the last steps
+    after[-8:-3] = 0.06  # pushed at steps 33-37 (the history's last entry is step 40), and calm for the last steps
     assert decide(after) == Mode.RETRY
+    rule = replace(rule, retry_before_push=True)
+    assert decide(after) == Decision(Mode.RETRY, before=33)  # the target: from before the push began
+    assert RuleConfig.from_dict(RuleSelector(rule).settings()) == rule
     long_ago = tracking.copy()
     long_ago[-25:-20] = 0.06  # out of the drop window: its pre-push states are gone from the RETRY window too
     assert decide(long_ago) == Mode.EXECUTE
@@ -152,7 +155,7 @@ def test_each_task_is_judged_against_how_far_its_own_arm_strays():
         ctx = DecisionContext(step=40, quality=0.9, value=1.0, risk=0.0, flags={}, rollbacks_left=3,
                               steps_since_rollback=40, last_rollback_mode=None, instruction=instruction,
                               history={"quality": np.full(20, 0.9), "tracking": trace})
-        return RuleSelector(rule).decide(ctx)
+        return RuleSelector(rule).advise(ctx)
 
     assert decide("pick the bowl") == Mode.RETRY
     assert decide("open the drawer") == Mode.EXECUTE  # its successes stray further than this

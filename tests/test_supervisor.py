@@ -7,6 +7,7 @@ import pytest
 
 from critics.quality import QualityMonitor
 from recovery.core.actions import GRIPPER_CLOSE
+from recovery.core.decision import Decision
 from recovery.core.loop import EpisodeLoop, LoopConfig, Subscriber
 from recovery.core.modes import Mode
 from recovery.core.robot import CartesianStep, JointTarget
@@ -146,6 +147,19 @@ def test_a_retry_falls_back_to_the_start_only_while_the_task_objects_lie_there(o
     refused = retry_at_25(shifted)
     assert shifted.record()["fired_at"] < 25
     assert refused["rollbacks"] == 0 and set(refused["modes"]) == {"EXECUTE"}
+
+
+def test_a_retry_bounded_by_the_trouble_s_onset_goes_back_before_it(object_backend):
+    """A selector that knows when the trouble began (the rule: where the tracking error crossed its
+    limit) bounds the RETRY's window there: its target is the best state of the 15 steps before
+    that step, not of the latest 15."""
+    def retry_at_30(choice):
+        supervisor = _supervisor(object_backend, ScriptedSelector({30: choice}), max_rollbacks=1)
+        (recovery,) = play(object_backend, supervisor, 1, 7, 40).extras["recoveries"]
+        return recovery["target_step"]
+
+    assert 15 <= retry_at_30(Mode.RETRY) < 30
+    assert 0 <= retry_at_30(Decision(Mode.RETRY, before=14)) < 14
 
 
 def test_rule_selector_intervenes_on_a_stalled_arm_within_budget(object_backend):

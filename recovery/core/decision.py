@@ -48,6 +48,22 @@ class DecisionContext:
     instruction: str = ""  # the task's: thresholds calibrated per task are looked up by it
 
 
+@dataclass(frozen=True)
+class Decision:
+    """A recovery mode with where its target must come from: a selector that knows when the trouble
+    began (the rule, by where the tracking error crossed its limit) says so, and the rollback takes
+    the best state of its horizon ending there instead of ending now. A burst caught a few steps
+    after it ended leaves the latest steps mostly disturbed ones."""
+
+    mode: Mode
+    before: int | None = None  # the target is a state from before this step (None: the latest window)
+
+    @staticmethod
+    def of(choice: Mode | Decision) -> Decision:
+        """What ``Selector.decide`` returned, as a Decision."""
+        return choice if isinstance(choice, Decision) else Decision(choice)
+
+
 class UnknownSelectorError(RecoveryError, ValueError):
     """A selector name that no registry knows; the message lists the valid ones."""
 
@@ -57,7 +73,9 @@ class Selector(Protocol):
 
     def reset(self) -> None: ...
 
-    def decide(self, ctx: DecisionContext) -> Mode: ...
+    def decide(self, ctx: DecisionContext) -> Mode | Decision:
+        """The mode to run, or a ``Decision`` that also bounds where its rollback target lies."""
+        ...
 
     def settings(self) -> dict:
         """What makes two runs of this selector the same experiment (stored with each result)."""

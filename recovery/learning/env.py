@@ -160,7 +160,7 @@ class SelectorEnv(gym.Env):
 
     def _observation(self) -> np.ndarray:
         layout = self.config.observation
-        return layout.encode(self._context, self._advisor.decide(self._context) if layout.advised else None)
+        return layout.encode(self._context, self._advisor.advise(self._context) if layout.advised else None)
 
     def _build(self, task) -> tuple:
         if self._built is None or self._built[0] != task.index:

@@ -199,7 +199,7 @@ def train_selector(config: TrainSelectorConfig) -> Path:
                         policy_kwargs={"net_arch": list(p.net_arch)}, tensorboard_log=str(out / "tb"))
             model.selector_meta = selector_meta(layout, critic, config.env.rule)  # saved with every checkpoint
             if config.warm_start.decisions:
-                warm_start(model, venv, teacher.decide, config.warm_start, out, config.seed)
+                warm_start(model, venv, teacher.advise, config.warm_start, out, config.seed)
         evaluation = []
         if config.eval_every:
             eval_env = DummyVecEnv([functools.partial(make_env, config.env)])

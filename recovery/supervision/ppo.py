@@ -113,6 +113,6 @@ class PPOSelector:
                 **({"advised_by": meta["rule"]} if self.advisor else {})}
 
     def decide(self, ctx: DecisionContext) -> Mode:
-        advice = self.advisor.decide(ctx) if self.advisor else None
+        advice = self.advisor.advise(ctx) if self.advisor else None
         action, _ = self.model.predict(self.layout.encode(ctx, advice), deterministic=True)
         return LEARNED_MODES[int(action)]

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from recovery.core.decision import DecisionContext
+from recovery.core.decision import Decision, DecisionContext
 from recovery.core.modes import Mode
 from recovery.supervision.config import SupervisorConfig
 
@@ -57,6 +57,10 @@ class RuleConfig:
     # its commands by more than the one step the tracking model assumes (libero_goal's drawer task: 5.8 cm at steps
     # 11-12 of every success, under 2 cm after). calibrate-rule chooses it with the thresholds; 0: judged throughout
     tracking_warmup: int = 0
+    # a rollback the tracking error triggered goes back to the best state of the horizon ending where the error
+    # first crossed its limit, not of the latest steps (``Decision.before``); off by default, on in the shipped
+    # calibrations where it measured better (libero_10, libero_spatial; reports/published.md, "Before the push")
+    retry_before_push: bool = False
     cooldown: int = 10  # steps after a rollback before the next one may trigger
     escalate_within: int = 40  # a second trigger this soon after a rollback becomes a REPAIR
 
@@ -81,7 +85,8 @@ class RuleSelector:
     the arm off its commands, or when the value critic's history says decline / abrupt drop; with a
     repair policy, REPAIR when an object the task names lies knocked over.
     Early matters: RETRY goes back to the best state of the last 15 steps, which must still be a
-    state from before the trouble."""
+    state from before the trouble (with ``retry_before_push``, after a push: of the 15 steps before
+    the tracking error crossed its limit)."""
 
     def __init__(self, config: RuleConfig = RuleConfig()):
         self.config = config
@@ -91,12 +96,18 @@ class RuleSelector:
         pass
 
     def settings(self) -> dict:
-        """What a results record keeps; the per-task table and the tracking warm-up only where they are
-        set, so that a results file begun before either existed resumes."""
+        """What a results record keeps; the per-task table, the tracking warm-up and the push bound only
+        where they are set, so that a results file begun before they existed resumes."""
         return {key: value for key, value in asdict(self.config).items()
-                if not (key in ("tracking_max_by_task", "tracking_warmup") and not value)}
+                if not (key in ("tracking_max_by_task", "tracking_warmup", "retry_before_push") and not value)}
 
-    def decide(self, ctx: DecisionContext) -> Mode:
+    def advise(self, ctx: DecisionContext) -> Mode:
+        """The mode alone: the learned selector's advice, the warm start's teacher."""
+        return Decision.of(self.decide(ctx)).mode
+
+    def decide(self, ctx: DecisionContext) -> Mode | Decision:
+        """With ``retry_before_push``, a rollback the tracking error triggered comes as a ``Decision``
+        bounded by the push's onset."""
         cfg = self.config
         if ctx.rollbacks_left <= 0 or ctx.steps_since_rollback < cfg.cooldown:
             return Mode.EXECUTE
@@ -114,9 +125,12 @@ class RuleSelector:
                      or ctx.risk > cfg.risk_max or any(ctx.flags.get(name, False) for name in cfg.value_drop_rules))
         if not triggered:
             return Mode.EXECUTE
-        if ctx.last_rollback_mode is not None and ctx.steps_since_rollback < cfg.escalate_within:
-            return Mode.REPAIR
-        return Mode.RETRY
+        mode = Mode.REPAIR if ctx.last_rollback_mode is not None and ctx.steps_since_rollback < cfg.escalate_within \
+            else Mode.RETRY
+        if not (pushed and cfg.retry_before_push):
+            return mode
+        # the push began where the tracking error first crossed its limit (the history's last entry is ctx.step)
+        return Decision(mode, before=ctx.step - len(tracking) + 1 + int(np.argmax(tracking >= limit)))
 
 
 SELECTORS = {"none": NoneSelector, "rule": RuleSelector}

@@ -19,7 +19,7 @@ from critics.references import reference_feature
 from critics.risk import RiskMonitor
 from critics.tracking import TrackingMonitor
 from recovery.core.actions import HOLD_ACTION
-from recovery.core.decision import DecisionContext, History, Selector
+from recovery.core.decision import Decision, DecisionContext, History, Selector
 from recovery.core.loop import Control
 from recovery.core.modes import Mode
 from recovery.core.robot import ContactInfo, EefPose, Observation, RobotBackend
@@ -208,16 +208,18 @@ class Supervisor:
             instruction=self._instruction,
         )
 
-    def apply(self, mode: Mode) -> Mode:
-        """Admit the selector's ``mode`` and switch to it; returns the mode that runs. A rollback past
+    def apply(self, choice: Mode | Decision) -> Mode:
+        """Admit the selector's choice and switch to it; returns the mode that runs. A rollback past
         the episode's budget, or one without a state it can reproduce (a physical RESET while the
         gripper holds something would drop it), becomes EXECUTE: whatever the selector, learned or
         not, asked for. With a repair policy, a recovery whose remembered world is not the current
         one runs the repair policy toward it (``_repair_for``), as a REPAIR (a RESET stays one):
         moving the arm back would not restore it."""
+        decision = Decision.of(choice)
+        mode = decision.mode
         self._next_target, self._next_goal = None, None
         if mode.is_rollback and self.rollbacks < self.config.max_rollbacks:
-            self._next_target = self._target(mode)
+            self._next_target = self._target(mode, decision.before)
             repair = self._repair_for(mode)
             if repair is not None:
                 (self._next_target, self._next_goal), mode = repair, Mode.RESET if mode == Mode.RESET else Mode.REPAIR
@@ -297,9 +299,11 @@ class Supervisor:
                   "steps": result.steps, **result.details}
         return {**record, "refused": result.refused} if result.refused else record
 
-    def _target(self, mode: Mode) -> NominalState | None:
+    def _target(self, mode: Mode, before: int | None = None) -> NominalState | None:
         """RETRY: best quality of the last ``retry_horizon`` steps; REPAIR: best contact-free state
-        of the last ``repair_horizon``; RESET: the episode's start. A physical rollback takes only
+        of the last ``repair_horizon``; RESET: the episode's start. With ``before`` (the selector
+        knows when the trouble began: ``Decision``), the window ends there instead of now, and the
+        latest one stands in where it holds no state to go to. A physical rollback takes only
         states it can reproduce (``NominalMemory.best_physical``): while the gripper holds
         something, it carries it back to a state where it held it (None when there is none, or for
         a RESET); otherwise it falls back to the start when the window has no free state, as long as
@@ -309,12 +313,15 @@ class Supervisor:
         if mode == Mode.RESET:
             return None if carrying else memory.start
         horizon = cfg.retry_horizon if mode == Mode.RETRY else cfg.repair_horizon
-        if cfg.rollback.kind == "physical":
-            target = memory.best_physical(self._step, horizon, carrying)
-        elif mode == Mode.RETRY:
-            target = memory.best_recent(self._step, horizon)
-        else:
-            target = memory.best_contact_free(self._step, horizon)
+
+        def best(end: int) -> NominalState | None:  # of the ``horizon`` steps before ``end``
+            if cfg.rollback.kind == "physical":
+                return memory.best_physical(end, horizon, carrying)
+            if mode == Mode.RETRY:
+                return memory.best_recent(end, horizon)
+            return memory.best_contact_free(end, horizon)
+
+        target = (best(min(before, self._step)) if before is not None else None) or best(self._step)
         return target or (memory.start if not carrying and self._start_unchanged() else None)
 
     def _start_unchanged(self) -> bool:
