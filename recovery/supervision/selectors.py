@@ -59,7 +59,7 @@ class RuleConfig:
     tracking_warmup: int = 0
     # a rollback the tracking error triggered goes back to the best state of the horizon ending where the error
     # first crossed its limit, not of the latest steps (``Decision.before``); off by default, on in the shipped
-    # calibrations where it measured better (libero_10, libero_spatial; reports/published.md, "Before the push")
+    # calibrations where it measured better (libero_10, libero_spatial; reports/published.md, "The push bound")
     retry_before_push: bool = False
     cooldown: int = 10  # steps after a rollback before the next one may trigger
     escalate_within: int = 40  # a second trigger this soon after a rollback becomes a REPAIR
