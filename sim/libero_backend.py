@@ -19,6 +19,7 @@ from typing import Any
 
 import mujoco
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from recovery.core.errors import RecoveryError
 from recovery.core.robot import (NO_CONTACT, Command, ContactInfo, EefPose, JointTarget, Observation, RobotBackend,
@@ -135,6 +136,10 @@ class LiberoBackend(RobotBackend):
         model, data = self.raw.sim.model._model, self.raw.sim.data._data
         self._mj = (model, data)
         self._grip_xpos, self._grip_xmat = data.site_xpos[self._grip_site], data.site_xmat[self._grip_site]
+        # the geom pairs of the contact buffer, as long as the arena could hold: MuJoCo keeps the contacts at the
+        # arena's start (mj_clearEfc), so this view stays valid while ``data.contact`` is rebuilt, for ~20 us, each step
+        pairs = data.contact.geom
+        self._contact_geoms = as_strided(pairs, (data.narena // pairs.strides[0], 2), pairs.strides, writeable=False)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -196,7 +201,7 @@ class LiberoBackend(RobotBackend):
         """Robot-vs-world contacts, in plain Python over the contact pairs: right after a physics
         step the caches are cold, and there each numpy call costs more than this loop (~30 contacts)."""
         (model, data), robot, force, touching = self._mj, self._is_robot_geom, 0.0, []
-        for i, (geom1, geom2) in enumerate(data.contact.geom[: data.ncon].tolist()):
+        for i, (geom1, geom2) in enumerate(self._contact_geoms[: data.ncon].tolist()):
             if robot[geom1] != robot[geom2]:  # robot vs. the rest of the world
                 mujoco.mj_contactForce(model, data, i, self._force6)
                 force += abs(float(self._force6[0]))

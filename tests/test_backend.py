@@ -166,6 +166,21 @@ def test_contacts_report_the_grasped_scene(object_backend):
     assert contacts.touching
 
 
+def test_contact_pairs_are_read_from_where_mujoco_writes_them(object_backend):
+    """``contacts`` reads the geom pairs through a view bound at reset (``data.contact`` costs ~20 us
+    a step to build): it must see what MuJoCo's own accessor sees, also after a hard reset, which
+    builds a new simulator."""
+    for init in (0, None):
+        object_backend.reset(init, seed=7)
+        data = object_backend.raw.sim.data._data
+        seen = set()
+        for _ in range(40):
+            object_backend.step(np.array([0, 0, -1.0, 0, 0, 0, 1.0]))
+            np.testing.assert_array_equal(object_backend._contact_geoms[: data.ncon], data.contact.geom)
+            seen.add(data.ncon)
+        assert len(seen) > 1  # the number of contacts changed under it
+
+
 def test_sampled_layout_puts_objects_on_fixtures_where_the_task_says():
     """libero_spatial 7 starts the bowl on the stove (table height ~1.01 m): a soft reset used to
     add the stove's offset twice and drop the bowl to the floor. Same seed, same layout."""
