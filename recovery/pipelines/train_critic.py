@@ -27,7 +27,8 @@ from sim.tasks import resolve_tasks
 class CriticTrainConfig:
     suite: str
     policy: str = "embedded"
-    episodes_per_task: int = 20  # per condition (nominal, disturbed)
+    episodes_per_task: int = 40  # per condition (nominal, disturbed): failure prediction right after a
+    # burst still grows at 40 (reports/critics.md, "More rollouts")
     disturbance: str = "action_noise"
     seed: int = 2000
     workers: int = 1
