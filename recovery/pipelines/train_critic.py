@@ -104,21 +104,38 @@ def _lead_time(fired: np.ndarray) -> int | None:
     return int(len(fired) - hits[0]) if len(hits) else None
 
 
+def rollout_layout(episodes: list[dict], suite: str) -> FeatureLayout:
+    """The critic's feature layout: every object the rollouts saw, every instruction of the suite."""
+    names = tuple(sorted({n.decode() for e in episodes for n in e["object_names"]}))
+    return FeatureLayout(names, tuple(t.instruction for t in resolve_tasks(suite, None)))
+
+
+def rollout_features(layout: FeatureLayout, episode: dict) -> np.ndarray:
+    obj_names = [n.decode() for n in episode["object_names"]]
+    return layout.featurize_many(episode["state"], [dict(zip(obj_names, p)) for p in episode["object_poses"]],
+                                 int(episode["task"]))
+
+
+def holdout_split(episodes: list[dict], config: CriticTrainConfig) -> tuple[list[dict], list[dict]]:
+    """(held out, training): a seeded permutation, ``config.holdout`` of the rollouts held out."""
+    order = np.random.default_rng(config.seed).permutation(len(episodes))
+    n_hold = max(1, int(len(episodes) * config.holdout))
+    return [episodes[i] for i in order[:n_hold]], [episodes[i] for i in order[n_hold:]]
+
+
+def failure_labels(held: list[dict]) -> tuple[np.ndarray, list[int], np.ndarray]:
+    """Per held-out rollout: 1 for a failure, where its burst ended, and whether a burst ended inside it."""
+    labels = np.array([0 if e["success"] else 1 for e in held])
+    ends = [int(e["burst_end"]) if "burst_end" in e else -1 for e in held]  # rollouts stored before it: none
+    bursts = np.array([0 <= end < len(e["state"]) for e, end in zip(held, ends)], dtype=bool)
+    return labels, ends, bursts
+
+
 def train_critic(config: CriticTrainConfig) -> tuple[ValueCritic, dict]:
     episodes, weights = collect_rollouts(config)
-    instructions = tuple(t.instruction for t in resolve_tasks(config.suite, None))
-    names = tuple(sorted({n.decode() for e in episodes for n in e["object_names"]}))
-    layout = FeatureLayout(names, instructions)
-
-    def featurize(e: dict) -> np.ndarray:
-        obj_names = [n.decode() for n in e["object_names"]]
-        return layout.featurize_many(e["state"], [dict(zip(obj_names, p)) for p in e["object_poses"]], int(e["task"]))
-
-    rng = np.random.default_rng(config.seed)
-    order = rng.permutation(len(episodes))
-    n_hold = max(1, int(len(episodes) * config.holdout))
-    held, train = [episodes[i] for i in order[:n_hold]], [episodes[i] for i in order[n_hold:]]
-    feats = {id(e): featurize(e) for e in episodes}
+    layout = rollout_layout(episodes, config.suite)
+    held, train = holdout_split(episodes, config)
+    feats = {id(e): rollout_features(layout, e) for e in episodes}
     x = np.concatenate([feats[id(e)] for e in train])
     y = np.concatenate([discounted_outcome(len(e["state"]), bool(e["success"])) for e in train])
     net = fit_value_net(x, y, layout, epochs=config.epochs, seed=config.seed, hidden=config.hidden)
@@ -161,11 +178,9 @@ def _report(held: list[dict], train: list[dict], traces: dict, head: RiskHead, r
     lift a peak), and over the disturbed episodes of its peak in the ``after_burst`` steps after the
     burst; then, at a threshold set on training successes to fire on at most
     ``false_alarm_budget`` of them, how many failures it catches and how many steps before the end."""
-    labels = np.array([0 if e["success"] else 1 for e in held])
-    ends = [int(e["burst_end"]) if "burst_end" in e else -1 for e in held]  # rollouts stored before it: none
+    labels, ends, bursts = failure_labels(held)
     held_signals = _signals(held, traces, head, risk_config)
     train_signals = _signals([e for e in train if e["success"]], traces, head, risk_config)
-    bursts = np.array([0 <= end < len(e["state"]) for e, end in zip(held, ends)], dtype=bool)
     report = {"heldout_failures": int(labels.sum()), "heldout_successes": int(len(labels) - labels.sum()),
               "false_alarm_budget": false_alarm_budget, "early_steps": early_steps, "after_burst_steps": after_burst,
               "after_burst_episodes": f"{int(labels[bursts].sum())} failures, {int((1 - labels[bursts]).sum())} "
