@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from recovery.core.errors import RecoveryError
-from recovery.supervision.config import (REPAIRS, ROLLBACKS, SELECTORS, SHIPPED_REFERENCES, RecoveryOptions,
-                                         SupervisorConfig)
+from recovery.supervision.config import (REPAIRS, ROLLBACKS, SELECTORS, SHIPPED_REFERENCES, TARGET_SCORES,
+                                         RecoveryOptions, SupervisorConfig)
 from sim.disturbances import DISTURBANCES
 
 EPILOG = """examples:
@@ -40,6 +40,7 @@ def _default_out(args: argparse.Namespace) -> Path:
     policy = args.policy.replace(":", "-").replace(".", "-")
     variant = f"_{args.selector}-{args.rollback}" if args.selector else ""
     variant += "-repair" if args.selector and args.repair == "policy" else ""
+    variant += "-by-value" if args.selector and args.rollback_target == "value" else ""
     variant += f"_{args.disturbance}" if args.disturbance != "none" else ""
     return Path("results") / f"{args.suite}_{policy}{variant}_seed{args.seed}.jsonl"
 
@@ -51,7 +52,8 @@ def _recovery_options(args: argparse.Namespace, keep_trace: bool = False):
                            repair_policy=args.repair_policy, repair_policy_options=args.repair_opt,
                            references=args.references,
                            critic=args.critic, selector_path=args.selector_path, rule_config=args.rule_config,
-                           supervisor=SupervisorConfig(max_rollbacks=args.max_rollbacks, keep_trace=keep_trace))
+                           supervisor=SupervisorConfig(max_rollbacks=args.max_rollbacks, keep_trace=keep_trace,
+                                                       target_score=args.rollback_target))
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -159,6 +161,9 @@ def _add_recovery_args(parser: argparse.ArgumentParser, selector_default: str | 
                      help="reference trajectories of the global quality metric (default: the shipped ones for "
                      "libero_object / libero_spatial / libero_goal; `recovery build-references` makes your own)")
     rec.add_argument("--critic", type=Path, help="value critic (default: the shipped one for the suite, if any)")
+    rec.add_argument("--rollback-target", choices=TARGET_SCORES, default=SupervisorConfig.target_score,
+                     help="what ranks the remembered states a recovery may go back to: the execution-quality "
+                     "metric, or the value critic's V (reads --critic; default %(default)s)")
     rec.add_argument("--max-rollbacks", type=int, default=SupervisorConfig.max_rollbacks,
                      help="recovery budget per episode (default %(default)s)")
     several = ({"nargs": "+", "default": [disturbance_default]} if several_disturbances
@@ -305,10 +310,12 @@ def _cmd_train_selector(args: argparse.Namespace) -> int:
                             policy_options=args.policy_opt, disturbances=tuple(args.disturbance),
                             disturbed_share=args.disturbed_share, rollback=args.rollback, references=args.references,
                             critic=args.critic, max_steps=args.max_steps,
-                            supervisor=SupervisorConfig(max_rollbacks=args.max_rollbacks),
+                            supervisor=SupervisorConfig(max_rollbacks=args.max_rollbacks,
+                                                        target_score=args.rollback_target),
                             reward=RewardConfig(**dict(zip(("retry", "repair", "reset"), args.mode_costs))))
     config = TrainSelectorConfig(
-        env=env, ppo=PPOConfig(n_steps=args.n_steps), warm_start=WarmStartConfig(decisions=args.warm_start),
+        env=env, ppo=PPOConfig(n_steps=args.n_steps),
+        warm_start=WarmStartConfig(teacher=args.teacher, decisions=args.warm_start),
         decisions=args.decisions, envs=args.envs, seed=args.seed,
         out=args.out or Path("selectors") / args.suite, checkpoint_every=args.checkpoint_every,
         eval_every=args.eval_every, eval_episodes=args.eval_episodes, device=args.device, ray_address=args.ray,
@@ -566,7 +573,7 @@ def _calibrate_rule_options(cr: argparse.ArgumentParser) -> None:
 def _train_selector_options(ts: argparse.ArgumentParser) -> None:
     from recovery.learning.env import RewardConfig, SelectorEnvConfig
     from recovery.learning.train import PPOConfig, TrainSelectorConfig
-    from recovery.learning.warm_start import WarmStartConfig
+    from recovery.learning.warm_start import TEACHERS, WarmStartConfig
 
     ts.add_argument("--suite", required=True)
     ts.add_argument("--tasks", nargs="*", default=[], help="task indices or names (default: all)")
@@ -574,8 +581,12 @@ def _train_selector_options(ts: argparse.ArgumentParser) -> None:
     ts.add_argument("--decisions", type=int, default=TrainSelectorConfig.decisions,
                     help="total decisions over all environments (default %(default)s)")
     ts.add_argument("--warm-start", type=int, default=WarmStartConfig.decisions, metavar="DECISIONS",
-                    help="decisions of the rule selector (the suite's thresholds) cloned into the actor before PPO "
-                    "starts (default %(default)s; 0: start from a random actor)")
+                    help="decisions of the teacher cloned into the actor before PPO starts (default %(default)s; "
+                    "0: start from a random actor)")
+    ts.add_argument("--teacher", choices=TEACHERS, default=WarmStartConfig.teacher,
+                    help="the warm start's teacher: rule = the rule selector (the suite's thresholds); oracle = the "
+                    "simulation-only disturbance oracle, told when the burst ended (the clone learns to see it from "
+                    "the selector's observation; default %(default)s)")
     ts.add_argument("--envs", type=int, default=TrainSelectorConfig.envs,
                     help="parallel environments (processes or Ray actors; default %(default)s)")
     ts.add_argument("--n-steps", type=int, default=PPOConfig.n_steps,

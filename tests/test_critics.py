@@ -7,13 +7,16 @@ import pytest
 import torch
 
 from critics.quality import GlobalQuality, LocalQuality, QualityConfig, QualityMonitor, ReferenceSet
-from critics.references import MissingReferencesError, load_references, save_references
+from critics.references import MissingReferencesError, load_references, reference_path, save_references
 from critics.risk import (RiskHead, RiskMonitor, fit_risk_head, history_features, history_windows, rule_flags,
                           tvr_targets)
 from critics.tracking import TrackingConfig, TrackingMonitor
 from critics.value import ValueCritic, ValueNet, discounted_outcome
 from recovery.core.features import FeatureLayout
 from recovery.pipelines.train_critic import after_burst_peaks, auroc, burst_end
+from recovery.supervision.build import MissingCriticError, build_supervisor
+from recovery.supervision.config import RecoveryOptions, SupervisorConfig
+from recovery.supervision.selectors import NoneSelector
 
 CFG = QualityConfig()
 
@@ -99,6 +102,15 @@ def test_references_round_trip_and_missing_message(tmp_path):
     assert len(load_references(tmp_path, "s", "t").trajectories) == 3
     with pytest.raises(MissingReferencesError, match="recovery build-references --suite s"):
         load_references(tmp_path, "s", "other")
+
+
+def test_targets_ranked_by_value_without_a_critic_name_the_command_that_trains_one(tmp_path):
+    save_references(reference_path(tmp_path, "my_suite", "my_task"), [np.zeros((10, 5))])
+    options = RecoveryOptions(references=tmp_path, supervisor=SupervisorConfig(target_score="value"))
+    with pytest.raises(MissingCriticError, match="recovery train-critic --suite my_suite"):
+        build_supervisor(None, None, "my_suite", "my_task", NoneSelector(), options)
+    with pytest.raises(ValueError, match="unknown target score 'values'"):
+        SupervisorConfig(target_score="values")
 
 
 def test_rule_flags():

@@ -123,6 +123,23 @@ def test_ppo_trains_on_real_libero_and_the_selector_reloads(tmp_path):
     assert selector.decide(_context(steps=20, quality_steps=20)) in LEARNED_MODES
 
 
+def test_the_oracle_teacher_advises_a_retry_right_after_the_burst_and_nothing_else():
+    """The privileged teacher reads the environment's own simulated disturbance: EXECUTE before the
+    burst and once its RETRY window has passed, RETRY at the decisions right after it."""
+    env = SelectorEnv(replace(ENV, disturbed_share=1.0, max_steps=150))
+    try:
+        env.reset(seed=3)
+        advice, done = [], False
+        while not done:
+            advice.append((env._backend.steps_since_disturbance, env.teacher_advice("oracle")))
+            done = env.step(LEARNED_MODES.index(Mode.EXECUTE))[2]
+    finally:
+        env.close()
+    retries = [since for since, mode in advice if mode == Mode.RETRY]
+    assert retries and all(0 <= since < ENV.supervisor.retry_horizon for since in retries), advice
+    assert all(mode == Mode.EXECUTE for since, mode in advice if since is None or since >= ENV.supervisor.retry_horizon)
+
+
 def test_the_warm_start_clones_the_rule_selector_onto_unseen_decisions():
     """Constructed decision points: quality traces with and without a drop, varying budgets and
     cooldowns, labelled by the real rule; the clone must reproduce it on held-out episodes."""

@@ -35,6 +35,15 @@ def test_a_physical_rollback_targets_only_states_it_can_reproduce():
     assert memory.best_physical(now=30, horizon=5, carrying=False) is None  # 25-29 all held
 
 
+def test_a_target_ranked_by_value_is_the_state_most_likely_to_succeed_not_the_best_executed():
+    memory = NominalMemory(capacity=64)
+    for step in range(30):
+        memory.add(_state(step, quality=0.9 if step == 20 else 0.5, value=0.8 if step == 12 else 0.3))
+    assert memory.best_physical(now=30, horizon=30, carrying=False).step == 20
+    assert memory.best_physical(now=30, horizon=30, carrying=False, score="value").step == 12
+    assert memory.repairable(now=30, horizon=30, score="value")[0].step == 12
+
+
 def test_capacity_bounds_memory_but_keeps_the_start():
     memory = NominalMemory(capacity=10)
     for step in range(100):

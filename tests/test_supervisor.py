@@ -162,6 +162,24 @@ def test_a_retry_bounded_by_the_trouble_s_onset_goes_back_before_it(object_backe
     assert 0 <= retry_at_30(Decision(Mode.RETRY, before=14)) < 14
 
 
+def test_a_retry_ranked_by_value_goes_to_the_remembered_state_of_highest_value(object_backend):
+    """With ``target_score="value"`` the rollback's target is the state the value critic rates
+    highest in the window, not the one of best quality (here a stand-in critic: V = hand height)."""
+    def heights(instruction):
+        return lambda observations: [float(obs["eef_pos"][2]) for obs in observations]
+
+    broker = ChunkBroker(make_policy("expert", object_backend), replan_every=5)
+    supervisor = Supervisor(object_backend, broker, ScriptedSelector({30: Mode.RETRY}), QualityMonitor(None),
+                            value_fn=heights, config=SupervisorConfig(max_rollbacks=1, keep_trace=True,
+                                                                      target_score="value"))
+    outcome = play(object_backend, supervisor, 1, 7, 40)
+    (recovery,) = outcome.extras["recoveries"]
+    values, qualities = outcome.extras["trace"]["value"], outcome.extras["trace"]["quality"]
+    assert 15 <= recovery["target_step"] < 30 and outcome.extras["target_score"] == "value"
+    assert values[recovery["target_step"]] == max(values[15:30])
+    assert qualities[recovery["target_step"]] < max(qualities[15:30])  # quality would have gone elsewhere
+
+
 def test_rule_selector_intervenes_on_a_stalled_arm_within_budget(object_backend):
     class PushDown(ChunkBroker):  # full downward actions into the floor: no motion, low quality
         def act(self, obs):

@@ -25,6 +25,7 @@ from recovery.supervision.selectors import RuleConfig, RuleSelector
 from recovery.supervision.supervisor import Supervisor
 from sim.disturbances import DisturbanceConfig, DisturbedBackend
 from sim.libero_backend import LiberoBackend
+from sim.oracle import DisturbanceOracle
 from sim.tasks import resolve_tasks
 from vla_wrappers.broker import ChunkBroker
 from vla_wrappers.registry import make_policy
@@ -92,6 +93,7 @@ class SelectorEnv(gym.Env):
         self._disturbances = [DisturbanceConfig(name) for name in config.disturbances]  # an unknown name fails here
         self._nominal = DisturbanceConfig("none")
         self._advisor = RuleSelector(config.rule)
+        self._oracle = DisturbanceOracle(config.supervisor.retry_horizon)
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, (config.observation.size,), np.float32)
         self.action_space = gym.spaces.Discrete(len(LEARNED_MODES))
         self._built: tuple | None = None  # (task index, backend, supervisor, selector) of the current run of episodes
@@ -109,6 +111,7 @@ class SelectorEnv(gym.Env):
         disturbed = bool(rng.random() < self.config.disturbed_share)
         disturbance = self._disturbances[int(rng.integers(len(self._disturbances)))] if disturbed else self._nominal
         self._backend, self._supervisor, self._selector = self._build(task)
+        self._oracle.bind(self._backend)
         self._backend.config = disturbance
         self._backend.reset(None, int(rng.integers(*LAYOUT_SEEDS)))
         self._loop = EpisodeLoop(self._backend, self._supervisor,
@@ -133,8 +136,15 @@ class SelectorEnv(gym.Env):
         return self._observation(), float(reward), done, False, info
 
     def decision_context(self) -> DecisionContext:
-        """The supervisor's view at the pending decision: what a teacher selector decides on."""
+        """The supervisor's view at the pending decision."""
         return self._context
+
+    def teacher_advice(self, teacher: str) -> Mode:
+        """The warm start's teacher's mode at the pending decision: the rule's advice, or the
+        disturbance oracle's (it reads this environment's simulated disturbance)."""
+        if teacher == "rule":
+            return self._advisor.advise(self._context)
+        return self._oracle.decide(self._context)
 
     def close(self) -> None:
         if self._built is not None:

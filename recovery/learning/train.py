@@ -37,7 +37,6 @@ from recovery.supervision.build import critic_path
 from recovery.supervision.config import RecoveryOptions
 from recovery.supervision.observation import LEARNED_MODES
 from recovery.supervision.ppo import check_meta, selector_meta
-from recovery.supervision.selectors import RuleSelector
 from vla_wrappers.base import resolve_device
 
 
@@ -182,7 +181,6 @@ def train_selector(config: TrainSelectorConfig) -> Path:
     resume_from = prepare_run(out, config.identity())
     layout = config.env.observation
     critic = critic_path(RecoveryOptions(critic=config.env.critic), config.env.suite)
-    teacher = RuleSelector(config.env.rule)  # the rule the observation's advice comes from
     device = resolve_device(config.device)
     venv = make_vec_env(config)
     eval_env = None
@@ -199,7 +197,7 @@ def train_selector(config: TrainSelectorConfig) -> Path:
                         policy_kwargs={"net_arch": list(p.net_arch)}, tensorboard_log=str(out / "tb"))
             model.selector_meta = selector_meta(layout, critic, config.env.rule)  # saved with every checkpoint
             if config.warm_start.decisions:
-                warm_start(model, venv, teacher.advise, config.warm_start, out, config.seed)
+                warm_start(model, venv, config.warm_start, out, config.seed)
         evaluation = []
         if config.eval_every:
             eval_env = DummyVecEnv([functools.partial(make_env, config.env)])

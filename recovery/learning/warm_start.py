@@ -1,36 +1,47 @@
-"""Warm start: clone the rule selector into the PPO actor (and its value head) before PPO explores.
+"""Warm start: clone a teacher selector into the PPO actor (and its value head) before PPO explores.
 
 From a random actor, PPO spends its first thousands of decisions intervening at random, and with a
 sparse end-of-episode reward it settled on "always EXECUTE" in the budgets a CPU machine affords.
 The rule already raises success under disturbance; starting from its clone, PPO improves on a
 working selector instead of rediscovering it. The teacher's decisions are collected in the same
 selector environments PPO trains in, so the clone sees exactly the observations PPO will.
+
+The teacher is the rule, or the simulation-only disturbance oracle (``sim.oracle``: told when the
+burst ended, it rolls back right after it): a privileged teacher whose decisions the clone must
+infer from what the selector sees, so the clone can detect better than the rule does.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
-from recovery.core.decision import DecisionContext
 from recovery.core.files import written_atomically
 from recovery.supervision.observation import LEARNED_MODES
 
 
+TEACHERS = ("rule", "oracle")
+
+
 @dataclass(frozen=True)
 class WarmStartConfig:
-    """The teacher is the rule selector with the thresholds evaluation uses for the suite and policy."""
+    """``rule``: the rule selector whose advice the observation holds; ``oracle``: the disturbance
+    oracle (``SelectorEnv.teacher_advice``)."""
 
+    teacher: str = "rule"
     decisions: int = 2_000  # teacher decisions collected over all environments; 0: no warm start
     epochs: int = 200
     batch_size: int = 256
     learning_rate: float = 1e-3
     held_out: float = 0.2  # share of episodes kept out of fitting, to report agreement with the teacher
+
+    def __post_init__(self) -> None:
+        if self.teacher not in TEACHERS:
+            raise ValueError(f"unknown warm-start teacher {self.teacher!r}; valid: {', '.join(TEACHERS)}")
 
 
 @dataclass
@@ -53,8 +64,7 @@ class TeacherDecisions:
             return cls(**{key: data[key] for key in data.files})
 
 
-def collect(venv: VecEnv, teacher: Callable[[DecisionContext], object], decisions: int,
-            gamma: float) -> TeacherDecisions:
+def collect(venv: VecEnv, teacher: str, decisions: int, gamma: float) -> TeacherDecisions:
     """Let ``teacher`` decide in every environment until ``decisions`` decisions of finished episodes
     are in hand (an episode cut short by the count is dropped: its return is unknown)."""
     obs = venv.reset()
@@ -63,8 +73,7 @@ def collect(venv: VecEnv, teacher: Callable[[DecisionContext], object], decision
     successes: list[bool] = []
     finished = 0
     while finished < decisions:
-        contexts = venv.env_method("decision_context")
-        actions = np.array([LEARNED_MODES.index(teacher(ctx)) for ctx in contexts])
+        actions = np.array([LEARNED_MODES.index(mode) for mode in venv.env_method("teacher_advice", teacher)])
         next_obs, rewards, dones, infos = venv.step(actions)
         for i in range(venv.num_envs):
             running[i].append((obs[i], int(actions[i]), float(rewards[i])))
@@ -135,15 +144,14 @@ def agreement(policy, obs, actions) -> dict:
             "false_interventions": int(((predicted != 0) & ~intervened).sum())}
 
 
-def warm_start(model, venv: VecEnv, teacher: Callable[[DecisionContext], object], config: WarmStartConfig,
-               out: Path, seed: int) -> dict:
+def warm_start(model, venv: VecEnv, config: WarmStartConfig, out: Path, seed: int) -> dict:
     """Collect (or reuse ``out/warm_start.npz`` of an interrupted run), clone, write the report."""
     cached = out / "warm_start.npz"
     if cached.exists():
         data = TeacherDecisions.load(cached)
     else:
-        data = collect(venv, teacher, config.decisions, model.gamma)
+        data = collect(venv, config.teacher, config.decisions, model.gamma)
         data.save(cached)
-    report = clone(model.policy, data, config, seed)
+    report = {"teacher": config.teacher, **clone(model.policy, data, config, seed)}
     (out / "warm_start.json").write_text(json.dumps(report, indent=2) + "\n")
     return report

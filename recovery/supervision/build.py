@@ -32,6 +32,10 @@ class RuleConfigError(RecoveryError, ValueError):
     """A thresholds file that `recovery calibrate-rule` did not write, or calibration settings out of range."""
 
 
+class MissingCriticError(RecoveryError, FileNotFoundError):
+    """Something reads the value critic and the suite ships none: the message names the command that trains one."""
+
+
 class CriticPolicyError(RecoveryError, ValueError):
     """A value critic trained on the rollouts of other policy weights than the ones running."""
 
@@ -94,10 +98,14 @@ def make_selector(options: RecoveryOptions, suite: str, policy: str) -> Selector
 
 def build_supervisor(backend: RobotBackend, broker: ChunkBroker, suite: str, task_name: str, selector: Selector,
                      options: RecoveryOptions) -> Supervisor:
-    """The value critic is loaded only where something reads it (the selector, or a trace for a
-    plot): it is the largest per-step cost."""
+    """The value critic is loaded only where something reads it (the selector, the ranking of
+    rollback targets, or a trace for a plot): it is the largest per-step cost."""
     references = load_references(options.references, suite, task_name)
-    path = critic_path(options, suite) if selector.reads_value or options.supervisor.keep_trace else None
+    by_value = options.supervisor.target_score == "value"
+    path = critic_path(options, suite) if selector.reads_value or by_value or options.supervisor.keep_trace else None
+    if by_value and path is None:
+        raise MissingCriticError(f"rollback targets ranked by value need a value critic, and {suite} ships none: "
+                                 f"train one with `recovery train-critic --suite {suite}` and pass it with --critic")
     critic = ValueCritic.load(path) if path else None
     if critic:
         check_critic_policy(critic, path, broker.policy)

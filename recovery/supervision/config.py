@@ -9,6 +9,7 @@ from recovery.core.shipped import shipped
 
 ROLLBACKS = ("physical", "snapshot")
 REPAIRS = ("rollback", "policy")
+TARGET_SCORES = ("quality", "value")
 SELECTORS = ("none", "rule", "ppo")  # the evaluation adds the simulation-only "oracle"
 SHIPPED_REFERENCES = shipped("critics", "references")  # libero_object, _spatial, _goal: from the expert's demos
 SHIPPED_CRITICS = shipped("critics", "checkpoints")  # value critics and calibrated rule thresholds
@@ -57,6 +58,13 @@ class SupervisorConfig:
     rollback: RollbackConfig = field(default_factory=RollbackConfig)
     repair: RepairConfig = field(default_factory=RepairConfig)  # with a repair policy (RecoveryOptions.repair)
     keep_trace: bool = False  # per-step traces in the summary (for plots)
+    # what ranks the remembered states a rollback or repair may go to: the quality metric, or the
+    # value critic's V (the state most likely to end in success; it loads the critic)
+    target_score: str = "quality"
+
+    def __post_init__(self) -> None:
+        if self.target_score not in TARGET_SCORES:
+            raise ValueError(f"unknown target score {self.target_score!r}; valid: {', '.join(TARGET_SCORES)}")
 
 
 @dataclass(frozen=True)

@@ -147,6 +147,8 @@ class Supervisor:
                "recoveries": recoveries}
         if self.config.rollback.kind == "snapshot":
             out["note"] = "snapshot rollback: simulation-only upper bound"
+        if self.config.target_score != SupervisorConfig.target_score:
+            out["target_score"] = self.config.target_score
         if self.config.keep_trace:
             out["trace"] = self._trace
         return out
@@ -239,10 +241,11 @@ class Supervisor:
         back (the rollback carries what it holds)."""
         if self.repair is None or self.grasp.holding:
             return None
+        cfg = self.config
         states = [self.memory.start] if mode == Mode.RESET else \
-            [*self.memory.repairable(self._step, self.config.repair.horizon), self.memory.start]
+            [*self.memory.repairable(self._step, cfg.repair.horizon, cfg.target_score), self.memory.start]
         for state in states:
-            goal = repair_target(self.memory.latest.observation, state, self._instruction, self.config.repair)
+            goal = repair_target(self.memory.latest.observation, state, self._instruction, cfg.repair)
             if goal.focus is not None:
                 return state, goal
         return None
@@ -316,10 +319,10 @@ class Supervisor:
 
         def best(end: int) -> NominalState | None:  # of the ``horizon`` steps before ``end``
             if cfg.rollback.kind == "physical":
-                return memory.best_physical(end, horizon, carrying)
+                return memory.best_physical(end, horizon, carrying, cfg.target_score)
             if mode == Mode.RETRY:
-                return memory.best_recent(end, horizon)
-            return memory.best_contact_free(end, horizon)
+                return memory.best_recent(end, horizon, cfg.target_score)
+            return memory.best_contact_free(end, horizon, cfg.target_score)
 
         target = (best(min(before, self._step)) if before is not None else None) or best(self._step)
         return target or (memory.start if not carrying and self._start_unchanged() else None)
