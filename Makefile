@@ -26,19 +26,20 @@ $(STAMP): setup.py | $(PYTHON)
 
 install: $(STAMP)
 
-# The main job: the embedded policy on every libero_object task, init states 0-4 (as many as fit ~3 minutes on
-# 2 cores here), under the action-noise burst, without (selector none) and with (rule) recovery: 50 paired
-# episodes, compared episode by episode;
+# The main job: the embedded policy on every libero_object task, init states 0-4 (as many as fit ~5 minutes on
+# 2 cores here), under the action-noise burst, without recovery (selector none), with the hand rule and with
+# the learned selector (ppo): 50 paired episodes a column, compared episode by episode;
 # then the published table (init states 0-49, 500 episodes a column, made by this code: reports/shipped/) and,
 # last, whether every live episode reproduces the published one exactly (make fails loudly where one does not).
 DEMO := $(RECOVERY) eval --suite libero_object --episodes 5 --workers 2 --policy embedded \
 	--disturbance action_noise --out results/demo.jsonl --no-progress
-PUBLISHED := $(wildcard reports/shipped/libero_object_none_*.jsonl reports/shipped/libero_object_rule_*.jsonl)
+PUBLISHED := $(foreach s,none rule ppo,$(wildcard reports/shipped/libero_object_$(s)_*.jsonl))
 
 demo: $(RUNTIME)
 	$(DEMO) --selector none
 	$(DEMO) --selector rule
-	@printf '\n== live: 50 paired episodes (libero_object, init states 0-4 of every task, action-noise burst) ==\n'
+	$(DEMO) --selector ppo
+	@printf '\n== live: 50 paired episodes a column (libero_object, init states 0-4 of every task, action-noise burst) ==\n'
 	@$(RECOVERY) compare results/demo.jsonl --out results/demo_comparison.md
 	@printf '\n== published (reports/shipped/: init states 0-49 of every task, 500 episodes per column) ==\n'
 	@$(RECOVERY) compare $(PUBLISHED)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
@@ -30,6 +31,7 @@ from recovery.supervision.selectors import RuleConfig
 from sim.disturbances import UnknownDisturbanceError
 
 pytestmark = pytest.mark.sim
+REPO = Path(__file__).resolve().parents[1]
 
 ENV = SelectorEnvConfig(suite="libero_object", tasks=(0,), max_steps=60)
 SMALL_PPO = PPOConfig(n_steps=32, batch_size=32, n_epochs=2)
@@ -61,7 +63,7 @@ def test_observation_pads_the_past_and_flags_what_is_real():
 
 
 def test_a_first_version_observation_keeps_its_columns():
-    """The shipped selectors of layout 1 read what they were trained on: no tracking column."""
+    """Selectors of layout 1 read what they were trained on: no tracking column."""
     layout = ObservationLayout(history=20, version=1)
     encoded = layout.encode(_context(steps=5, quality_steps=3))
     assert encoded.shape == (layout.size,) == (20 * 20 + 3,)
@@ -273,5 +275,19 @@ def test_the_shipped_selector_loads_with_its_suites_critic(suite):
     from recovery.supervision.ppo import shipped_selector
 
     selector = PPOSelector(shipped_selector(suite), critic_path(RecoveryOptions(), suite))
-    assert selector.model.num_timesteps >= 8000
+    assert selector.layout.version == 2 and selector.advisor is not None  # reads tracking and the rule's advice
     assert selector.decide(_context(steps=20, quality_steps=20)) in LEARNED_MODES
+
+
+def test_the_shipped_selector_reproduces_a_published_burst_episode(tmp_path):
+    """The shipped libero_object selector rolls back once after the burst and the episode ends as in the
+    published column (reports/shipped/libero_object_ppo_noise.jsonl, task 0, init state 0)."""
+    column = (REPO / "reports/shipped/libero_object_ppo_noise.jsonl").read_text().splitlines()
+    published = next(r for r in map(json.loads, column) if (r["task"], r["init"]) == (0, 0))
+    live, = evaluate(EvalConfig(suite="libero_object", tasks=(0,), episodes=1, policy="embedded",
+                                recovery=RecoveryOptions(selector="ppo"), disturbance="action_noise",
+                                out=tmp_path / "live.jsonl", progress=False))
+    assert live["recovery"]["modes"].get("RETRY", 0) >= 1
+    keep = ("success", "steps")
+    assert {k: live[k] for k in keep} == {k: published[k] for k in keep}
+    assert live["recovery"]["rollbacks"] == published["recovery"]["rollbacks"]
