@@ -103,10 +103,11 @@ class ValueCritic:
         return cls(layout, net.eval(), head, raw["training"])
 
 
-def fit_value_net(features: np.ndarray, targets: np.ndarray, layout: FeatureLayout, epochs: int = 30,
-                  seed: int = 0, hidden: int = 64) -> ValueNet:
+def fit_value_net(features: np.ndarray, targets: np.ndarray, epochs: int = 30, seed: int = 0,
+                  hidden: int = 64) -> ValueNet:
+    """V on (n, D) feature rows against per-row targets in [0, 1]."""
     torch.manual_seed(seed)
-    net = ValueNet(layout.size, hidden)
+    net = ValueNet(features.shape[1], hidden)
     net.feat_mean.copy_(torch.from_numpy(features.mean(0)))
     net.feat_std.copy_(torch.from_numpy(np.maximum(features.std(0), 1e-3)))
     x, y = torch.from_numpy(features), torch.from_numpy(targets)

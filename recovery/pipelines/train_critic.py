@@ -45,34 +45,45 @@ class CriticDataError(RecoveryError, ValueError):
     """A rollout store that mixes rollouts of different policy weights."""
 
 
+def collect_condition(config: CriticTrainConfig, disturbance: str, seed: int, root: Path) -> list[dict]:
+    """``config.episodes_per_task`` rollouts a task under ``disturbance`` on the sampled layouts of
+    ``seed``, one npz per episode in ``root`` (resumable like an evaluation); their results records."""
+    def save(record: dict) -> None:
+        if record["error"] is None:
+            traj = record["trajectory"]
+            np.savez_compressed(root / f"{record['task']:02d}_{disturbance}_{record['seed']}.npz",
+                                state=traj["state"], actions=traj["actions"], object_poses=traj["object_poses"],
+                                object_names=traj["object_names"], success=record["success"], task=record["task"],
+                                burst_end=burst_end(record.get("disturbance_info")))
+
+    root.mkdir(parents=True, exist_ok=True)
+    return evaluate(EvalConfig(suite=config.suite, episodes=config.episodes_per_task, sampled_layouts=True,
+                               policy=config.policy, seed=seed, workers=config.workers, disturbance=disturbance,
+                               out=root / f"rollouts_{disturbance}.jsonl", record_trajectories=True,
+                               progress=config.progress), on_record=save)
+
+
 def collect_rollouts(config: CriticTrainConfig) -> tuple[list[dict], str | None]:
-    """Rollouts with outcomes, one npz per episode under data_dir (resumable like an evaluation), and
-    the digest of the policy weights that made them (None where the policy has no weights file)."""
+    """Rollouts with outcomes, nominal and disturbed, under data_dir, and the digest of the policy
+    weights that made them (None where the policy has no weights file)."""
     root = Path(config.data_dir) / config.suite
     weights: set[str | None] = set()
     for disturbance, seed in (("none", config.seed), (config.disturbance, config.seed + 10_000)):
-        def save(record: dict, disturbance=disturbance) -> None:
-            if record["error"] is None:
-                traj = record["trajectory"]
-                np.savez_compressed(root / f"{record['task']:02d}_{disturbance}_{record['seed']}.npz",
-                                    state=traj["state"], object_poses=traj["object_poses"],
-                                    object_names=traj["object_names"], success=record["success"], task=record["task"],
-                                    burst_end=burst_end(record.get("disturbance_info")))
-
-        root.mkdir(parents=True, exist_ok=True)
-        records = evaluate(EvalConfig(suite=config.suite, episodes=config.episodes_per_task, sampled_layouts=True,
-                                      policy=config.policy, seed=seed, workers=config.workers, disturbance=disturbance,
-                                      out=root / f"rollouts_{disturbance}.jsonl", record_trajectories=True,
-                                      progress=config.progress), on_record=save)
+        records = collect_condition(config, disturbance, seed, root)
         weights |= {r.get("policy_weights") for r in records}  # those of earlier sessions too
     if len(weights) > 1:
         raise CriticDataError(f"the rollouts in {root} come from different weights of {config.policy} "
                               f"({', '.join(sorted(map(str, weights)))}): move them aside and collect again")
+    return load_rollouts(root), next(iter(weights), None)
+
+
+def load_rollouts(root: Path) -> list[dict]:
+    """Every rollout stored in ``root``, in file-name order (task, condition, seed)."""
     episodes = []
     for path in sorted(root.glob("*.npz")):
         with np.load(path) as data:
             episodes.append({k: data[k] for k in data.files})
-    return episodes, next(iter(weights), None)
+    return episodes
 
 
 def burst_end(info: dict | None) -> int:
@@ -138,7 +149,7 @@ def train_critic(config: CriticTrainConfig) -> tuple[ValueCritic, dict]:
     feats = {id(e): rollout_features(layout, e) for e in episodes}
     x = np.concatenate([feats[id(e)] for e in train])
     y = np.concatenate([discounted_outcome(len(e["state"]), bool(e["success"])) for e in train])
-    net = fit_value_net(x, y, layout, epochs=config.epochs, seed=config.seed, hidden=config.hidden)
+    net = fit_value_net(x, y, epochs=config.epochs, seed=config.seed, hidden=config.hidden)
     critic = ValueCritic(layout, net, None, {})
     traces = {id(e): critic.values(feats[id(e)]) for e in episodes}
     risk_config = RiskConfig()

@@ -7,8 +7,9 @@ loop: branch 0 as is, branch 1 as is again (the replay must agree), branches 2..
 action's arm part moved by EPS times a standard normal (EPS = 0.001: 0.05 mm of goal). Prints one
 JSON line a state.
 
-Usage: python reports/critics/branch_outcomes.py SUITE LAYOUTS_PER_TASK K EPS > OUT.jsonl
-(we ran: libero_spatial 2 6 0.001 > reports/critics/branch_outcomes_libero_spatial.jsonl)
+Usage: python reports/critics/branch_outcomes.py SUITE LAYOUTS_PER_TASK K EPS [FIRST_LAYOUT] > OUT.jsonl
+(we ran: libero_spatial 2 6 0.001 > reports/critics/branch_outcomes_libero_spatial.jsonl; FIRST_LAYOUT,
+default 0, splits a run between processes)
 """
 
 import json
@@ -50,13 +51,14 @@ def play(loop: EpisodeLoop) -> bool:
 
 def main() -> None:
     suite, per_task, branches, eps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+    first = int(sys.argv[5]) if len(sys.argv) > 5 else 0
     torch.set_num_threads(1)
     for task_index in range(10):
         task = resolve_task(suite, task_index)
         backend = DisturbedBackend(LiberoBackend(task), DisturbanceConfig(name="action_noise"), task_index)
         broker = ChunkBroker(make_policy("embedded", backend), 5)
         config = LoopConfig(max_steps=task.max_steps)
-        for j in range(per_task):
+        for j in range(first, first + per_task):
             seed = 7000 + 100 * task_index + j
             backend.reset(None, seed)
             loop = EpisodeLoop(backend, broker, config)

@@ -47,7 +47,7 @@ def main() -> None:
         y = np.concatenate([discounted_outcome(len(e["state"]), bool(e["success"])) for e in chosen])
         scores = []
         for seed in (2000, 2001, 2002):
-            critic = ValueCritic(layout, fit_value_net(x, y, layout, epochs=config.epochs, seed=seed), None, {})
+            critic = ValueCritic(layout, fit_value_net(x, y, epochs=config.epochs, seed=seed), None, {})
             signals = [1 - critic.values(features[id(e)]) for e in held]
             scores.append((auroc(np.array([s.max() for s in signals]), labels),
                            auroc(after_burst_peaks(signals, ends, config.after_burst)[bursts], labels[bursts])))
