@@ -17,17 +17,14 @@ import torch
 
 from critics.value import ValueCritic, discounted_outcome, fit_value_net
 from recovery.pipelines.train_critic import (CriticTrainConfig, after_burst_peaks, auroc, failure_labels,
-                                             holdout_split, rollout_features, rollout_layout)
+                                             holdout_split, load_rollouts, rollout_features, rollout_layout)
 
 
 def load(root: Path) -> list[dict]:
     """The store's rollouts, each with the index of its sampled layout (files TASK_CONDITION_SEED.npz;
     nominal seeds 2000+, disturbed 12000+)."""
-    episodes = []
-    for path in sorted(root.glob("*.npz")):
-        with np.load(path) as data:
-            episodes.append({**{k: data[k] for k in data.files}, "layout": int(path.stem.split("_")[-1]) % 10_000 - 2000})
-    return episodes
+    paths = sorted(root.glob("*.npz"))  # load_rollouts' order
+    return [{**e, "layout": int(path.stem.split("_")[-1]) % 10_000 - 2000} for e, path in zip(load_rollouts(root), paths)]
 
 
 def main() -> None:
