@@ -16,7 +16,6 @@ from statistics import fmean
 
 import numpy as np
 import torch
-from numpy.lib.stride_tricks import sliding_window_view
 from torch import nn
 
 from critics.mlp import NumpyMLP
@@ -73,16 +72,24 @@ def tvr_targets(values: np.ndarray, config: RiskConfig = RiskConfig()) -> np.nda
                     dtype=np.float32)
 
 
-def history_features(values: np.ndarray, k: int) -> np.ndarray:
+def history_features(values: Sequence[float], k: int) -> np.ndarray:
     """Last k+1 values (front-padded with the first) and their k deltas."""
-    return history_windows(np.asarray(values)[-(k + 1):], k)[-1]
+    return history_windows(values, k, last=1)[0]
 
 
-def history_windows(values: np.ndarray, k: int) -> np.ndarray:
-    """``history_features`` of every prefix of ``values`` at once: row t is that of ``values[:t + 1]``."""
-    v = np.asarray(values, dtype=np.float32)
-    windows = sliding_window_view(np.concatenate([np.full(k, v[0]), v]), k + 1)
-    return np.concatenate([windows, np.diff(windows, axis=1)], axis=1)
+def history_windows(values: Sequence[float], k: int, last: int | None = None) -> np.ndarray:
+    """``history_features`` of every prefix of ``values`` (of the ``last`` longest ones: the risk
+    monitor's new steps): row t is that of ``values[:t + 1]``, in float32. Built from plain floats:
+    on a decision's few rows numpy's window view costs several times the arithmetic. Each delta is
+    the float32 difference to the bit: the double difference of two float32 values, rounded to
+    float32, is the correctly rounded float32 one (53 >= 2 * 24 + 2 bits)."""
+    v = np.asarray(values, dtype=np.float32).tolist()
+    padded = [v[0]] * k + v
+    rows = []
+    for end in range(k + len(v) - (len(v) if last is None else last), k + len(v)):
+        window = padded[end - k:end + 1]
+        rows.append(window + [b - a for a, b in zip(window, window[1:])])
+    return np.array(rows, dtype=np.float32)
 
 
 class RiskHead(nn.Module):
@@ -140,6 +147,6 @@ class RiskMonitor:
         self._values.extend(values)
         if self._head is None or not values:
             return [self.risk] * len(values)
-        risks = self._head(history_windows(trace, self.config.k)[-len(values):])[:, 0].tolist()
+        risks = self._head(history_windows(trace, self.config.k, last=len(values)))[:, 0].tolist()
         self.risk = risks[-1]
         return risks

@@ -137,6 +137,7 @@ def test_history_features_pad_the_start_and_slide_over_every_prefix():
     assert first[:9].tolist() == [np.float32(trace[0])] * 9 and not first[9:].any()
     windows = history_windows(trace, 8)  # what the risk monitor feeds its head, a run of steps at once
     assert windows.tobytes() == np.stack([history_features(trace[: t + 1], 8) for t in range(12)]).tobytes()
+    assert history_windows(trace, 8, last=5).tobytes() == windows[-5:].tobytes()  # a decision's new steps
     np.testing.assert_allclose(history_features(trace, 8)[9:], np.diff(trace[-9:]), atol=1e-6)
 
 

@@ -58,9 +58,22 @@ def test_the_state_rotation_features_are_the_matrix_columns_to_the_bit():
     """Zeros of both signs, tiny and half-turn angles: the plain-float Rodrigues must give the bits
     the matrix product gives (a changed bit is a changed feature, and a changed episode)."""
     values = [0.0, -0.0, 1e-13, -1e-7, 0.5, -0.5, np.pi, -np.pi, 3.0]
-    vectors = np.array([[x, y, z] for x in values for y in values for z in values])
+    states = np.zeros((len(values) ** 3, 8))
+    states[:, 3:6] = [[x, y, z] for x in values for y in values for z in values]
+    vectors = states[:, 3:6]  # where features read them: numpy's norm sums in an order that follows alignment
     expected = np.array([np.r_[m[:, 0], m[:, 1]] for m in map(axis_angle_to_matrix, vectors)])
     assert np.array(axis_angle_rot6d(vectors)).tobytes() == expected.tobytes()
+
+
+def test_the_state_rotation_features_do_not_depend_on_where_the_vector_lies_in_memory():
+    """numpy's dot product sums a 3-vector's squares in an order that depends on its alignment; the
+    features must not: the same rotation, 8 bytes off a 16-byte boundary or on one, gives one set of bits."""
+    rng = np.random.default_rng(2)
+    rotations = rng.normal(size=(2000, 3)) * 10.0 ** rng.integers(-4, 1, size=(2000, 1))
+    states = np.zeros((len(rotations), 8))
+    states[:, 3:6] = rotations
+    aligned = np.array(rotations)  # rows of 24 bytes: every other one on a 16-byte boundary
+    assert np.array(axis_angle_rot6d(states[:, 3:6])).tobytes() == np.array(axis_angle_rot6d(aligned)).tobytes()
 
 
 def test_features_of_many_states_at_once_are_those_of_each_alone():

@@ -75,3 +75,17 @@ def test_grasp_monitor_bridges_flickering_contacts_and_lets_go_of_a_slipped_obje
     grasp.update(True, _contacts(1.0, ["bowl"]), 5.0)
     grasp.reset()
     assert not grasp.holding
+
+
+def test_pose_distance_is_numpys_norm_and_rotation_angle_to_the_bit():
+    """A rollback reads it every period, in plain floats: the bits must be those of the numpy
+    formulas the published episodes were run with (a changed bit can move a tolerance check)."""
+    rng = np.random.default_rng(4)
+    for _ in range(2000):
+        rotations = [np.linalg.qr(rng.normal(size=(3, 3)))[0] for _ in range(2)]
+        a = EefPose(rng.normal(size=3) * 10.0 ** rng.integers(-4, 1), rotations[0])
+        b = EefPose(rng.normal(size=3), rotations[int(rng.integers(2))])
+        cos = (np.trace(b.rot @ a.rot.T) - 1.0) / 2.0
+        expected = float(np.linalg.norm(a.pos - b.pos)), float(np.arccos(np.clip(cos, -1.0, 1.0)))
+        assert a.distance(b) == expected
+    assert a.distance(a) == (0.0, 0.0)

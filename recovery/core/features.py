@@ -25,14 +25,17 @@ def axis_angle_rot6d(aa: np.ndarray) -> list[list[float]]:
     (Rodrigues: I + sin(a) K + (1 - cos(a)) K K for the unit axis's cross-product matrix K), in plain
     floats (cheaper than numpy on six numbers). To the bit what the matrix product gives (the tests
     check it): each entry of K K is a sum of at most two nonzero products, whose order cannot change
-    it, and ``0.0 +`` keeps the signs of zeros the identity gave."""
+    it, and ``0.0 +`` keeps the signs of zeros the identity gave. The angle's squares are summed in
+    one fixed order, (x x + y y) + z z: the one numpy's dot product (the pinned BLAS,
+    ``recovery.core.float_paths``) takes on a state's rotation, elements 3-5 of an 8-D float64 row,
+    8 bytes off a 16-byte boundary; on an aligned vector it sums (x x + z z) + y y instead."""
     out = []
-    for row in aa:
-        angle = math.sqrt(row @ row)  # np.linalg.norm's sum (BLAS)
+    for row in np.asarray(aa, dtype=np.float64).tolist():
+        angle = math.sqrt((row[0] * row[0] + row[1] * row[1]) + row[2] * row[2])
         if angle < 1e-12:
             out.append([1.0, 0.0, 0.0, 0.0, 1.0, 0.0])
             continue
-        x, y, z = (row / angle).tolist()
+        x, y, z = (c / angle for c in row)
         s, t = math.sin(angle), 1 - math.cos(angle)
         out.append([1 + ((t * -z) * z + (t * y) * -y), (0.0 + s * z) + (t * -x) * -y, (0.0 + s * -y) + (t * x) * z,
                     (0.0 + s * -z) + (t * y) * x, 1 + ((t * z) * -z + (t * -x) * x), (0.0 + s * x) + (t * -y) * -z])

@@ -9,6 +9,7 @@ delta the stack, not the policy, commands). Everything else here reads.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Union
@@ -28,10 +29,15 @@ class EefPose:
     rot: np.ndarray  # (3, 3) rotation matrix
 
     def distance(self, other: EefPose) -> tuple[float, float]:
-        """(position error in m, rotation error in rad) to ``other``."""
-        pos_err = float(np.linalg.norm(self.pos - other.pos))
-        cos = (np.trace(other.rot @ self.rot.T) - 1.0) / 2.0
-        return pos_err, float(np.arccos(np.clip(cos, -1.0, 1.0)))
+        """(position error in m, rotation error in rad) to ``other``. A rollback asks every period,
+        right after a physics step, where numpy's per-call cost is most of the work: in plain floats,
+        to the bit what ``np.linalg.norm`` and ``np.trace`` gave: the norm's squares summed in the
+        order the pinned BLAS dot product (``recovery.core.float_paths``) takes on the difference, a
+        fresh, 16-byte aligned vector."""
+        x, y, z = (self.pos - other.pos).tolist()
+        diagonal = (other.rot @ self.rot.T).diagonal().tolist()
+        cos = ((diagonal[0] + diagonal[1]) + diagonal[2] - 1.0) / 2.0
+        return math.sqrt((x * x + z * z) + y * y), float(np.arccos(min(max(cos, -1.0), 1.0)))
 
 
 @dataclass(frozen=True)
