@@ -104,14 +104,14 @@ class ValueCritic:
 
 
 def fit_value_net(features: np.ndarray, targets: np.ndarray, epochs: int = 30, seed: int = 0,
-                  hidden: int = 64) -> ValueNet:
+                  hidden: int = 64, weight_decay: float = 1e-4) -> ValueNet:
     """V on (n, D) feature rows against per-row targets in [0, 1]."""
     torch.manual_seed(seed)
     net = ValueNet(features.shape[1], hidden)
     net.feat_mean.copy_(torch.from_numpy(features.mean(0)))
     net.feat_std.copy_(torch.from_numpy(np.maximum(features.std(0), 1e-3)))
     x, y = torch.from_numpy(features), torch.from_numpy(targets)
-    opt = torch.optim.AdamW(net.parameters(), lr=1e-3, weight_decay=1e-4)
+    opt = torch.optim.AdamW(net.parameters(), lr=1e-3, weight_decay=weight_decay)
     for _ in range(epochs):
         perm = torch.randperm(len(x))
         for b in range(0, len(x), 256):
