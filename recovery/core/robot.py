@@ -29,11 +29,10 @@ class EefPose:
     rot: np.ndarray  # (3, 3) rotation matrix
 
     def distance(self, other: EefPose) -> tuple[float, float]:
-        """(position error in m, rotation error in rad) to ``other``. A rollback asks every period,
-        right after a physics step, where numpy's per-call cost is most of the work: in plain floats,
-        to the bit what ``np.linalg.norm`` and ``np.trace`` gave: the norm's squares summed in the
-        order the pinned BLAS dot product (``recovery.core.float_paths``) takes on the difference, a
-        fresh, 16-byte aligned vector."""
+        """(position error in m, rotation error in rad) to ``other``. In plain floats (a rollback asks
+        every period, and numpy's per-call cost was most of the work), to the bit what ``np.linalg.norm``
+        and ``np.trace`` gave: the squares summed in the order the pinned BLAS dot product
+        (``recovery.core.float_paths``) takes on a fresh, 16-byte aligned vector."""
         x, y, z = (self.pos - other.pos).tolist()
         diagonal = (other.rot @ self.rot.T).diagonal().tolist()
         cos = ((diagonal[0] + diagonal[1]) + diagonal[2] - 1.0) / 2.0
