@@ -111,17 +111,25 @@ def report(name: str, train: list[dict], rows: np.ndarray) -> None:
           f"({rows[:, 1].min():.3f}-{rows[:, 1].max():.3f}) |", flush=True)
 
 
-def main() -> None:
-    suite, data = sys.argv[1], Path(sys.argv[2]) / sys.argv[1]
-    extra = load_rollouts(Path(sys.argv[3]) / suite) if len(sys.argv) > 3 else []
+def open_store(argv: list[str], first_column: str) -> tuple[CriticTrainConfig, list[dict], list[dict], list[dict]]:
+    """The experiments' common start, from ``SUITE DATA [EXTRA]``: the store split as train-critic
+    splits it, and the extra rollouts; prints the held-out counts and the table's header.
+    Returns (config, held out, training, extra)."""
+    suite, data = argv[1], Path(argv[2]) / argv[1]
+    extra = load_rollouts(Path(argv[3]) / suite) if len(argv) > 3 else []
     torch.set_num_threads(1)
     config = CriticTrainConfig(suite=suite)
-    episodes = load_rollouts(data)
-    held, train = holdout_split(episodes, config)
+    held, train = holdout_split(load_rollouts(data), config)
     labels, _, bursts = failure_labels(held)
-    groups = feature_groups(episodes + extra, suite)
     print(f"{suite}: held out {len(held)} ({labels.sum()} failures); after the burst {labels[bursts].sum()} failures, "
-          f"{(1 - labels[bursts]).sum()} successes\n\n| input | training rollouts | AUROC | after the burst |\n|---|---|---|---|")
+          f"{(1 - labels[bursts]).sum()} successes\n\n| {first_column} | training rollouts | AUROC | after the burst |\n"
+          "|---|---|---|---|", flush=True)
+    return config, held, train, extra
+
+
+def main() -> None:
+    config, held, train, extra = open_store(sys.argv, "input")
+    groups = feature_groups(held + train + extra, config.suite)
     for name, (names, gamma) in VARIANTS.items():
         report(name, train, score(train, held, groups, names, gamma, config.after_burst))
     by_task: dict[int, list[dict]] = {}

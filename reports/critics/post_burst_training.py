@@ -14,15 +14,14 @@ Usage: python reports/critics/post_burst_training.py SUITE DATA [EXTRA]
 """
 
 import sys
-from pathlib import Path
 
 import recovery  # noqa: F401  (pins the float paths before numpy is used)
 import numpy as np
 import torch
 
 from critics.value import ValueNet, discounted_outcome, fit_value_net
-from recovery.pipelines.train_critic import (CriticTrainConfig, after_burst_peaks, auroc, failure_labels,
-                                             holdout_split, load_rollouts, rollout_features, rollout_layout)
+from inputs import open_store  # this folder's experiment scripts share their start
+from recovery.pipelines.train_critic import after_burst_peaks, auroc, failure_labels, rollout_features, rollout_layout
 
 SEEDS = (2000, 2001, 2002, 2003, 2004)
 
@@ -46,13 +45,9 @@ def after_burst_rows(episodes: list[dict], feats: dict, window: int) -> tuple[np
 
 
 def main() -> None:
-    suite, data = sys.argv[1], Path(sys.argv[2]) / sys.argv[1]
-    extra = load_rollouts(Path(sys.argv[3]) / suite) if len(sys.argv) > 3 else []
-    torch.set_num_threads(1)
-    config = CriticTrainConfig(suite=suite)
-    episodes = load_rollouts(data)
-    held, train = holdout_split(episodes, config)
-    layout = rollout_layout(episodes, suite)
+    config, held, train, extra = open_store(sys.argv, "critic")
+    episodes = held + train
+    layout = rollout_layout(episodes, config.suite)
     feats = {id(e): rollout_features(layout, e) for e in episodes + extra}
     labels, ends, bursts = failure_labels(held)
 
@@ -61,9 +56,6 @@ def main() -> None:
         print(f"| {name} | {rollouts} | {auroc(np.array([s.max() for s in signals]), labels):.3f} | "
               f"{auroc(after_burst_peaks(signals, ends, config.after_burst)[bursts], labels[bursts]):.3f} |", flush=True)
 
-    print(f"{suite}: held out {len(held)} ({labels.sum()} failures); after the burst {labels[bursts].sum()} failures, "
-          f"{(1 - labels[bursts]).sum()} successes\n\n| critic | training rollouts | AUROC | after the burst |\n"
-          "|---|---|---|---|")
     x = np.concatenate([feats[id(e)] for e in train])
     y = np.concatenate([discounted_outcome(len(e["state"]), bool(e["success"])) for e in train])
     nets = [fit_value_net(x, y, seed=seed) for seed in SEEDS]
