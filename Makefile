@@ -16,11 +16,11 @@ RECOVERY := $(PYTHON) -m recovery
 
 .PHONY: install demo test test-fast bench clean
 
-$(RUNTIME): setup.py | $(PYTHON)
+$(RUNTIME): setup.py critics/_nearest.c | $(PYTHON)
 	$(PYTHON) -m pip install -q -e .
 	@mkdir -p .make && touch $@
 
-$(STAMP): setup.py | $(PYTHON)
+$(STAMP): setup.py critics/_nearest.c | $(PYTHON)
 	$(PYTHON) -m pip install -q -e '.[test,ros]'
 	@mkdir -p .make && touch $@ $(RUNTIME)
 

@@ -1,6 +1,13 @@
 """Agentic-recovery control stack for VLA robot manipulation (LIBERO simulation and ROS 2)."""
 
-from setuptools import find_packages, setup
+import sys
+
+from setuptools import Extension, find_packages, setup
+
+# The global quality metric's search in C (critics/_nearest.c): gcc or clang must not fuse a
+# multiply and an add into one rounding, or the metric would lose the bits numpy gives.
+NEAREST = Extension("critics._nearest", ["critics/_nearest.c"],
+                    extra_compile_args=[] if sys.platform == "win32" else ["-ffp-contract=off"])
 
 setup(
     name="agentic-recovery",
@@ -11,6 +18,7 @@ setup(
     license="MIT",
     python_requires=">=3.10",
     packages=find_packages(include=["recovery*", "vla_wrappers*", "critics*", "sim*", "ros_nodes*"]),
+    ext_modules=[NEAREST],
     package_data={  # shipped so that the main job runs on a fresh machine with no download
         "vla_wrappers.embedded": ["checkpoints/*.pt"],
         "vla_wrappers.repair": ["checkpoints/*.pt"],

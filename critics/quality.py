@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from critics._nearest import mean_nearest
+
 
 @dataclass(frozen=True)
 class QualityConfig:
@@ -112,8 +114,10 @@ class GlobalQuality:
             raise ValueError("the global quality metric needs at least one reference trajectory")
         self.config = config
         self._length = references.typical_length
-        # per bin, the points as a (D, P) array: the search's arithmetic then runs along P
-        self._bins = [(np.ascontiguousarray(points.T), starts) for points, starts in references.bin_points(config.bins)]
+        self._dims = references.trajectories[0].shape[1]
+        # per bin, the points as a (D, P) array and where each reference's points start, as the search takes them
+        self._bins = [(np.ascontiguousarray(points.T), np.asarray(starts, dtype=np.int64))
+                      for points, starts in references.bin_points(config.bins)]
         self.reset()
 
     def reset(self) -> None:
@@ -125,6 +129,7 @@ class GlobalQuality:
         metric after each. The supervisor scores the states between two decisions together: one
         nearest-reference search over all of them costs far less than one search per state."""
         cfg = self.config
+        features = np.ascontiguousarray(features, dtype=np.float64)
         bins = [min(int(step * cfg.bins / self._length), cfg.bins - 1) for step in steps]
         distances: list[float] = []
         start = 0
@@ -133,10 +138,7 @@ class GlobalQuality:
             while end < len(bins) and bins[end] == bins[start]:
                 end += 1
             points, starts = self._bins[bins[start]]
-            per_reference = np.minimum.reduceat(_squared_distances(points, features[start:end]), starts, axis=1)
-            k = min(cfg.k_nearest, len(starts))
-            # ~50 references per state: sorting plain floats costs less than numpy's calls on a cold cache
-            distances += [sum(map(math.sqrt, sorted(row)[:k])) / k for row in per_reference.tolist()]
+            distances += mean_nearest(points, starts, features[start:end], self._dims, min(cfg.k_nearest, len(starts)))
             start = end
         values = []
         for distance in distances:
@@ -144,27 +146,6 @@ class GlobalQuality:
             values.append(self.value)
         self.distance = distances[-1] if distances else self.distance
         return values
-
-
-def _squared_distances(points_by_dim: np.ndarray, features: np.ndarray) -> np.ndarray:
-    """(n, P) squared distances from each of n features to P points given as a (D, P) array.
-
-    Each operation is elementwise, so every CPU gives the same bits (a reduction's order can follow
-    the SIMD width numpy was built or dispatched for). The order is that of the einsum these
-    distances came from before: even and odd dimensions in two running sums, then their sum, so
-    the published episodes keep their bits. One (n, P) dimension at a time: right after a physics
-    step the caches are cold, and one (n, D, P) block costs more to fill than D small ones."""
-    columns = features.T[:, :, None]  # (D, n, 1)
-
-    def squared_offsets(dim: int) -> np.ndarray:
-        offsets = np.subtract(points_by_dim[dim], columns[dim])
-        return np.multiply(offsets, offsets, out=offsets)
-
-    even, odd = squared_offsets(0), squared_offsets(1)  # the running sums, in place
-    for dim in range(2, len(points_by_dim)):
-        running = odd if dim % 2 else even
-        np.add(running, squared_offsets(dim), out=running)
-    return np.add(even, odd, out=even)
 
 
 class QualityMonitor:

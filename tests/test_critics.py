@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+import math
+import operator
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
+import critics
+from critics._nearest import mean_nearest
 from critics.quality import GlobalQuality, LocalQuality, QualityConfig, QualityMonitor, ReferenceSet
 from critics.references import MissingReferencesError, load_references, reference_path, save_references
 from critics.risk import (RiskHead, RiskMonitor, fit_risk_head, history_features, history_windows, rule_flags,
@@ -206,6 +213,48 @@ def test_tracking_error_small_when_the_arm_follows_and_large_when_pushed():
     assert errors[-1] < 1e-9  # the window has moved past the push
     monitor.reset()
     assert monitor.value == 0.0 and monitor.update(np.ones(3), command[:3]) == 0.0  # no window yet
+
+
+def _numpy_search(points_by_dim: np.ndarray, starts: np.ndarray, features: np.ndarray, k: int) -> list[float]:
+    """The search as numpy did it before it moved to C (critics/_nearest.c), operation for operation:
+    the bits every published episode was made with."""
+    squares = [(column - features[:, dim:dim + 1]) ** 2 for dim, column in enumerate(points_by_dim)]
+    even, odd = squares[0], squares[1]
+    for dim in range(2, len(squares)):
+        if dim % 2:
+            odd = odd + squares[dim]
+        else:
+            even = even + squares[dim]
+    per_reference = np.minimum.reduceat(even + odd, starts, axis=1)
+    # summed in order, as Python 3.11's sum did (3.12's compensates)
+    return [functools.reduce(operator.add, map(math.sqrt, sorted(row)[:k])) / k for row in per_reference.tolist()]
+
+
+def test_the_compiled_search_gives_the_bits_numpy_gave():
+    rng = np.random.default_rng(5)
+    shipped = load_references(Path(critics.__file__).parent / "references", "libero_object",
+                              "pick_up_the_alphabet_soup_and_place_it_in_the_basket")
+    cases = [(shipped, 0.05)] + [
+        (ReferenceSet(tuple(rng.normal(0, 0.1, (int(rng.integers(12, 200)), dims)) for _ in range(refs))), 0.1)
+        for dims, refs in ((2, 1), (3, 7), (5, 50), (8, 30))]
+    for references, spread in cases:
+        dims = references.trajectories[0].shape[1]
+        for points, starts in references.bin_points(10):
+            features = points[rng.integers(0, len(points), 6)] + rng.normal(0, spread, (6, dims))
+            k = min(5, len(starts))
+            expected = _numpy_search(np.ascontiguousarray(points.T), starts, features, k)
+            assert mean_nearest(np.ascontiguousarray(points.T), np.asarray(starts, dtype=np.int64), features,
+                                dims, k) == expected
+
+
+def test_the_compiled_search_refuses_what_it_cannot_read():
+    points, starts = np.zeros((5, 10)), np.array([0, 4], dtype=np.int64)
+    with pytest.raises(TypeError, match="features: expected a C-contiguous float64 array"):
+        mean_nearest(points, starts, np.zeros((2, 5), dtype=np.float32), 5, 2)
+    with pytest.raises(ValueError, match="5-dimensional rows"):
+        mean_nearest(points, starts, np.zeros((2, 4)), 5, 2)
+    with pytest.raises(ValueError, match="k=3 and 2 references"):
+        mean_nearest(points, starts, np.zeros((2, 5)), 5, 3)
 
 
 def test_global_quality_of_a_run_of_states_equals_feeding_them_one_by_one():
