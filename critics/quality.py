@@ -18,7 +18,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from critics._nearest import mean_nearest
+try:
+    from critics._nearest import mean_nearest
+except ImportError as exc:  # a source tree installed before the search was compiled, or never installed
+    raise ImportError("critics._nearest (the global quality metric's compiled search, critics/_nearest.c) is not "
+                      "built: run `make install`, or `pip install -e .` (it needs a C compiler and Python's "
+                      "headers)") from exc
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -255,6 +257,21 @@ def test_the_compiled_search_refuses_what_it_cannot_read():
         mean_nearest(points, starts, np.zeros((2, 4)), 5, 2)
     with pytest.raises(ValueError, match="k=3 and 2 references"):
         mean_nearest(points, starts, np.zeros((2, 5)), 5, 3)
+
+
+def test_an_unbuilt_search_says_how_to_build_it():
+    """A checkout pulled into an install made before the C search existed has no critics._nearest:
+    importing the metrics must say what to run, not only that a module is missing."""
+    hide = ("import importlib.abc, sys\n"
+            "class Unbuilt(importlib.abc.MetaPathFinder):\n"
+            "    def find_spec(self, name, path, target=None):\n"
+            "        if name == 'critics._nearest':\n"
+            "            raise ModuleNotFoundError(name)\n"
+            "sys.meta_path.insert(0, Unbuilt())\n"
+            "import critics.quality\n")
+    result = subprocess.run([sys.executable, "-c", hide], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert "is not built: run `make install`" in result.stderr
 
 
 def test_global_quality_of_a_run_of_states_equals_feeding_them_one_by_one():
