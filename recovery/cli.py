@@ -368,10 +368,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 
     records = load_variants(args.files)
     report = _with_paired(comparison_table(records), records, args.list_differing)
-    print(report)
-    if args.out:
+    if args.out:  # first: a reader that closes the pipe early (| head) must not cost the file
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(report + "\n")
+    print(report)
     return 0
 
 
@@ -392,10 +392,10 @@ def _cmd_taxonomy(args: argparse.Namespace) -> int:
     except MissingWorldError as exc:
         print(f"recovery taxonomy: error: {exc}", file=sys.stderr)
         return 2
-    print(report)
-    if args.out:
+    if args.out:  # first: a reader that closes the pipe early (| head) must not cost the file
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(report + "\n")
+    print(report)
     return 0
 
 

@@ -58,7 +58,7 @@ def test_a_physical_rollback_after_a_push_leaves_the_pushed_object_displaced(obj
     lost = classify(physical, snapshot)
     assert lost.cause in ("displaced", "tipped") and lost.detail.split()[0] in moved
     report = taxonomy_report([physical], [snapshot])
-    assert report.startswith("1 of 1 paired episodes") and f"| {lost.cause} | 1 |" in report
+    assert report.startswith("1 of 1 paired episodes") and f"| {lost.cause} | 1 | 0 |" in report
     with pytest.raises(MissingWorldError, match="--record-world"):
         classify({**physical, "world": None}, snapshot)
 
@@ -89,3 +89,22 @@ def test_classify_tells_a_refused_rollback_from_time_running_out():
     reopened = {**restored, "fingers": [0.05, 0.08]}
     assert classify({**physical, "world": {**world, "rollbacks": [reopened]}},
                     {**physical, "success": True, "steps": 120}).cause == "gripper reopened"
+
+
+def test_the_taxonomy_counts_the_episodes_that_go_the_other_way():
+    """An episode the physical rollback wins and the snapshot loses is classified from the same world,
+    in its own column: a snapshot that failed used the whole budget, which is not "out of time"."""
+    restored = {"target_step": 40, "decision_step": 50, "rose": {}, "fingers": [0.08, 0.08], "at_decision": {},
+                "after": {}, "reached": True, "periods": 30}
+    world = {"rollbacks": [restored], "end_vs_start": {}, "end_vs_target": {}}
+    episode = {"suite": "libero_spatial", "task": 1, "seed": 7, "world": world}
+    physical = [{**episode, "init": 0, "success": False, "steps": 220},
+                {**episode, "init": 1, "success": True, "steps": 150},
+                {**episode, "init": 2, "success": True, "steps": 160}]
+    snapshot = [{**episode, "init": 0, "success": True, "steps": 120},
+                {**episode, "init": 1, "success": False, "steps": 220},
+                {**episode, "init": 2, "success": False, "steps": 220}]
+    report = taxonomy_report(physical, snapshot)
+    assert report.startswith("1 of 3 paired episodes succeed with the snapshot rollback and fail with the physical "
+                             "one; 2 go the other way (McNemar p = 1)")
+    assert "| world restored | 1 | 2 |" in report and "out of time" not in report

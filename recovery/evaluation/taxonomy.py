@@ -15,6 +15,11 @@ the physical rollback left (``recovery.evaluation.world``):
   rollback (which opens it) left it;
 - ``out of time``: the snapshot episode's length plus the rollback's motion exceeds the budget;
 - ``world restored``: none of these, and the base policy still fails.
+
+The episodes that go the other way (the physical rollback wins, the snapshot loses) are put in the
+same classes, from the same world: after any restore, exact or not, the base policy's outcome can
+hang on a millimetre (``reports/critics.md``, branch outcomes), so a class that counts about as many
+episodes both ways is that chance, not a gap a repair could close.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from dataclasses import dataclass
 
 from recovery.core.protocol import max_steps_for
 from recovery.supervision.config import RepairConfig
-from recovery.evaluation.stats import episode_key
+from recovery.evaluation.stats import episode_key, mcnemar_exact_p
 
 TIPPED, DISPLACED = RepairConfig.tipped, RepairConfig.placed  # what a repair counts as knocked over / moved
 LIFTED = 0.03  # m
@@ -38,8 +43,8 @@ class MissingWorldError(ValueError):
 
 
 @dataclass(frozen=True)
-class Lost:
-    """One episode the snapshot rollback wins and the physical rollback loses."""
+class Differing:
+    """One episode the two rollbacks end differently, classified by the world the physical one left."""
 
     key: tuple  # suite, task, init, seed
     cause: str
@@ -62,7 +67,7 @@ def _describe(changes: dict[str, list[float]] | None) -> str:
     return f"{name} {moved * 100:.1f} cm, {tilt * 57.3:.0f} deg, dz {rise * 100:+.1f} cm"
 
 
-def classify(physical: dict, snapshot: dict) -> Lost:
+def classify(physical: dict, snapshot: dict) -> Differing:
     world = physical.get("world")
     if world is None:
         raise MissingWorldError(f"{physical['suite']}/{physical['task']} init {physical['init']}: no world record "
@@ -73,7 +78,7 @@ def classify(physical: dict, snapshot: dict) -> Lost:
     at_end = _describe(world["end_vs_target"] if world["end_vs_target"] is not None else world["end_vs_start"])
     key = episode_key(physical)
     if not world["rollbacks"]:
-        return Lost(key, "no rollback", "refused while the gripper held an object", "", False, at_end, targets)
+        return Differing(key, "no rollback", "refused while the gripper held an object", "", False, at_end, targets)
     rollback = world["rollbacks"][0]
     before, after = rollback.get("at_decision", {}), rollback.get("after", {})
     by_motion = any(change[0] - before.get(name, [0.0])[0] > DISPLACED for name, change in after.items())
@@ -92,30 +97,35 @@ def classify(physical: dict, snapshot: dict) -> Lost:
         cause, detail = "arm short", f"{rollback.get('periods', 0)} periods of motion"
     elif after_fingers - target_fingers > FINGERS:
         cause, detail = "gripper reopened", f"fingers {target_fingers * 100:.1f} -> {after_fingers * 100:.1f} cm"
-    elif snapshot["steps"] + rollback.get("periods", 0) > max_steps_for(physical["suite"]):
+    elif snapshot["success"] and snapshot["steps"] + rollback.get("periods", 0) > max_steps_for(physical["suite"]):
         cause, detail = "out of time", f"snapshot succeeded at {snapshot['steps']}, motion {rollback['periods']}"
     else:
         cause, detail = "world restored", _describe(after)
-    return Lost(key, cause, detail, _describe(before), by_motion, at_end, targets)
+    return Differing(key, cause, detail, _describe(before), by_motion, at_end, targets)
 
 
-def lost_episodes(physical: list[dict], snapshot: list[dict]) -> list[Lost]:
-    """Classify every episode that succeeds with the snapshot rollback and fails with the physical one."""
+def classified_episodes(physical: list[dict], snapshot: list[dict], snapshot_wins: bool = True) -> list[Differing]:
+    """Classify every episode that succeeds with the snapshot rollback and fails with the physical
+    one (``snapshot_wins=False``: the other way round)."""
     snap = {episode_key(r): r for r in snapshot}
-    return sorted((classify(p, snap[episode_key(p)]) for p in physical
-                   if episode_key(p) in snap and snap[episode_key(p)]["success"] and not p["success"]),
-                  key=lambda lost: lost.key)
+    return sorted((classify(p, snap[key]) for p in physical for key in (episode_key(p),)
+                   if key in snap and snap[key]["success"] == snapshot_wins and p["success"] != snapshot_wins),
+                  key=lambda item: item.key)
 
 
 def taxonomy_report(physical: list[dict], snapshot: list[dict]) -> str:
-    lost = lost_episodes(physical, snapshot)
+    lost, won = classified_episodes(physical, snapshot), classified_episodes(physical, snapshot, snapshot_wins=False)
     paired = {episode_key(r) for r in physical} & {episode_key(r) for r in snapshot}
-    counts = Counter(item.cause for item in lost)
+    lost_by, won_by = Counter(item.cause for item in lost), Counter(item.cause for item in won)
     lines = [f"{len(lost)} of {len(paired)} paired episodes succeed with the snapshot rollback and fail with the "
-             "physical one.", "", "| cause | episodes |", "|---|---|"]
-    lines += [f"| {cause} | {counts[cause]} |" for cause in CLASSES if counts[cause]]
+             f"physical one; {len(won)} go the other way (McNemar p = {mcnemar_exact_p(len(lost), len(won)):.3g}). "
+             "Both are classified by the world the physical rollback left: a cause that counts about as many "
+             "episodes both ways is the base policy's chance after any restore, not a gap a repair could close.",
+             "", "| cause | snapshot wins, physical loses | physical wins, snapshot loses |", "|---|---|---|"]
+    lines += [f"| {cause} | {lost_by[cause]} | {won_by[cause]} |" for cause in CLASSES if lost_by[cause] or won_by[cause]]
     moved = sum(item.by_motion for item in lost)
-    lines += ["", f"In {moved} of them the rollback's own motion moved an object by more than {DISPLACED * 100:.0f} cm.",
+    lines += ["", f"In {moved} of the episodes the snapshot wins, the rollback's own motion moved an object by more "
+              f"than {DISPLACED * 100:.0f} cm.", "", "The episodes the snapshot wins:",
               "", "| suite/task | init | cause | at the decision | after the rollback | moved by the motion | "
               "at the episode's end | target steps (physical vs snapshot) |", "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {k[0]}/{k[1]} | {k[2]} | {item.cause} | {item.at_decision} | {item.detail} | "
