@@ -734,7 +734,9 @@ COMMANDS = {
                  "rollback wins", "Classify every episode that succeeds with --rollback snapshot and fails with the "
                  "physical rollback by what the world looked like after the physical one: no rollback (refused "
                  "while holding), an object tipped, dropped or displaced, the arm short of its target, the gripper "
-                 "reopened, out of time, or a restored world where the policy still fails."),
+                 "reopened, out of time, or a restored world where the policy still fails; and the episodes that go the "
+                 "other way, from the same world (a class as full both ways is the base policy's chance after any "
+                 "restore)."),
     "summarize": (_cmd_summarize, _summarize_options, "success table (95%% Wilson intervals) of results files",
                   "One row per task and variant, then per suite and variant." + PAIRED_HELP),
 }
