@@ -363,16 +363,22 @@ def _with_paired(table: str, records: list[dict], list_differing: bool) -> str:
     return "\n\n".join(part for part in parts if part)
 
 
+def _emit(report: str, out: Path | None) -> int:
+    """Write ``report`` to ``out`` (when given), then print it: a reader that closes the pipe early
+    (``| head``) must not cost the file."""
+    if out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(report + "\n")
+    print(report)
+    return 0
+
+
 def _cmd_compare(args: argparse.Namespace) -> int:
     from recovery.evaluation.stats import comparison_table, load_variants
 
     records = load_variants(args.files)
     report = _with_paired(comparison_table(records), records, args.list_differing)
-    if args.out:  # first: a reader that closes the pipe early (| head) must not cost the file
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(report + "\n")
-    print(report)
-    return 0
+    return _emit(report, args.out)
 
 
 def _cmd_summarize(args: argparse.Namespace) -> int:
@@ -392,11 +398,7 @@ def _cmd_taxonomy(args: argparse.Namespace) -> int:
     except MissingWorldError as exc:
         print(f"recovery taxonomy: error: {exc}", file=sys.stderr)
         return 2
-    if args.out:  # first: a reader that closes the pipe early (| head) must not cost the file
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(report + "\n")
-    print(report)
-    return 0
+    return _emit(report, args.out)
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
