@@ -13,7 +13,7 @@ from pathlib import Path
 
 from recovery.core.errors import RecoveryError
 from recovery.supervision.config import (REPAIRS, ROLLBACKS, SELECTORS, SHIPPED_REFERENCES, TARGET_SCORES,
-                                         RecoveryOptions, SupervisorConfig)
+                                         RecoveryOptions, RepairConfig, SupervisorConfig)
 from sim.disturbances import DISTURBANCES
 
 EPILOG = """examples:
@@ -53,7 +53,8 @@ def _recovery_options(args: argparse.Namespace, keep_trace: bool = False):
                            references=args.references,
                            critic=args.critic, selector_path=args.selector_path, rule_config=args.rule_config,
                            supervisor=SupervisorConfig(max_rollbacks=args.max_rollbacks, keep_trace=keep_trace,
-                                                       target_score=args.rollback_target))
+                                                       target_score=args.rollback_target,
+                                                       repair=RepairConfig(displaced=args.repair_displaced)))
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
@@ -157,6 +158,10 @@ def _add_recovery_args(parser: argparse.ArgumentParser, selector_default: str | 
                          "train-repair` makes your own), or module:Class (default %(default)s)")
         rec.add_argument("--repair-opt", type=_key_value, action=_KeyValues, default={}, metavar="KEY=VALUE",
                          help="repair-policy setting, repeatable (e.g. checkpoint=checkpoints/repair/SUITE.pt)")
+        rec.add_argument("--repair-displaced", type=float, default=RepairConfig.displaced, metavar="M",
+                         help="a repair puts back a named object moved further than this many metres from where the "
+                         "remembered state had it; a larger value (e.g. 1) leaves displaced objects to the base policy "
+                         "and repairs only dropped and knocked-over ones (default %(default)s)")
     rec.add_argument("--references", type=Path, default=SHIPPED_REFERENCES,
                      help="reference trajectories of the global quality metric (default: the shipped ones for "
                      "libero_object / libero_spatial / libero_goal; `recovery build-references` makes your own)")

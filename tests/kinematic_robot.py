@@ -149,10 +149,12 @@ class KinematicRobot(RobotBackend):
 
 
 class ReachPolicy(Policy):
-    """Heads for a point with a proportional servo, gripper open: a base policy for the fake robot."""
+    """Heads for a point with a proportional servo, gripper open (or, ``gripper=1``, closed): a base
+    policy for the fake robot."""
 
-    def __init__(self, robot: KinematicRobot, target: np.ndarray | None = None, gain: float = 1.0):
-        self.robot, self.target, self.gain = robot, target, gain
+    def __init__(self, robot: KinematicRobot, target: np.ndarray | None = None, gain: float = 1.0,
+                 gripper: float = -1.0):
+        self.robot, self.target, self.gain, self.gripper = robot, target, gain, gripper
 
     def reset(self, instruction: str) -> None:
         pass
@@ -160,4 +162,4 @@ class ReachPolicy(Policy):
     def infer(self, obs: Observation) -> PolicyOutput:
         target = self.robot.goal if self.target is None else self.target
         move = np.clip(self.gain * (target - obs["eef_pos"]) / POS_SCALE, -1.0, 1.0)
-        return PolicyOutput(np.tile(np.r_[move, 0.0, 0.0, 1e-9, -1.0], (5, 1)))
+        return PolicyOutput(np.tile(np.r_[move, 0.0, 0.0, 1e-9, self.gripper], (5, 1)))

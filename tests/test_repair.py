@@ -152,6 +152,19 @@ def test_the_focus_is_the_dropped_object_else_a_named_one_knocked_over_else_the_
     assert repair_target(now.observation, free, "reach the goal", CONFIG).focus is None  # nothing named
 
 
+def test_a_larger_displaced_threshold_leaves_moved_objects_to_the_base_policy_but_still_repairs_drops_and_tips():
+    drops_and_tips = RepairConfig(displaced=1.0)
+    now = _state(20, [0.6, 0, 1.1], {"can": [0.4, 0.1, 0.9], "box": [0.3, 0.05, 0.9]})
+    free = _state(10, [0.5, 0, 1.0], {"can": [0.5, 0, 1.0], "box": [0.3, 0, 0.9]})
+    assert repair_target(now.observation, free, TASK, CONFIG).focus == "can"  # 14 cm off: the default puts it back
+    assert repair_target(now.observation, free, TASK, drops_and_tips).focus is None
+    held = _state(10, [0.5, 0, 1.0], {"can": [0.5, 0, 1.0], "box": [0.3, 0, 0.9]}, holding=True)
+    assert repair_target(now.observation, held, TASK, drops_and_tips).focus_held  # dropped: picked up again
+    over = np.r_[0.3, 0.0, 0.9, np.sin(0.4), 0, 0, np.cos(0.4)]
+    tipped = dict(now.observation, object_poses={**now.observation["object_poses"], "box": over})
+    assert repair_target(tipped, free, TASK, drops_and_tips).focus_tipped  # knocked over: stood up
+
+
 def test_repaired_needs_the_focus_back_and_the_arm_at_the_target_with_the_gripper_as_it_was():
     then = _state(10, [0.5, 0, 1.0], {"box": [0.3, 0, 0.9]})
     goal = repair_target(_state(20, [0.5, 0, 1.0], {"box": [0.3, 0.1, 0.9]}).observation, then, TASK, CONFIG)
@@ -174,21 +187,25 @@ def test_a_repair_policy_needs_the_physical_rollback():
 
 
 def test_the_rule_repairs_a_named_object_knocked_over_that_nothing_else_would_notice():
-    """Quality and tracking stay calm (the arm was never touched); only the world says so."""
+    """Quality and tracking stay calm (the arm was never touched); only the world says so. Not while
+    the hand holds something: a repair needs an empty hand (and what it carries tilts with it)."""
     def knock_over(robot: KinematicRobot, step) -> None:
         if step.index == 30:
             robot.objects["can"][3:7] = [np.sin(np.pi / 4), 0.0, 0.0, np.cos(np.pi / 4)]  # a quarter over, xyzw
 
-    for repair, expected in ((Idle(), [("REPAIR", "can", False)]), (None, [])):
+    for repair, holding, expected in ((Idle(), False, [("REPAIR", "can", False)]), (None, False, []),
+                                      (Idle(), True, [])):
         robot = KinematicRobot(goal=UNREACHABLE)
         config = SupervisorConfig(repair=RepairConfig(max_steps=20))
-        supervisor = Supervisor(robot, ChunkBroker(ReachPolicy(robot, UNREACHABLE)), RuleSelector(), QualityMonitor(None),
+        base = ReachPolicy(robot, UNREACHABLE, gripper=1.0 if holding else -1.0)
+        supervisor = Supervisor(robot, ChunkBroker(base), RuleSelector(), QualityMonitor(None),
                                 config=config, repair=ChunkBroker(repair, 1) if repair else None)
         log = Log()
         log.on_step = lambda step, record=log.on_step, robot=robot: (record(step), knock_over(robot, step))
         robot.instruction = TASK
         robot.reset(0, 7)
         robot.place("can", CAN)
+        robot.touching = frozenset({"box"} if holding else ())  # a gripper commanded closed on it: a grasp
         outcome = run_episode(robot, supervisor, TASK, LoopConfig(max_steps=80, wait_steps=0), (log,))
         got = [(r["mode"], r.get("repair"), r["reached"]) for r in outcome.extras["recoveries"]]
         assert got[:1] == expected, got

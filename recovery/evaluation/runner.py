@@ -271,8 +271,9 @@ def _settings(selector, options: RecoveryOptions) -> dict:
     """What makes two runs of a variant the same experiment: the selector's settings and the repair policy."""
     if options.repair != "policy":
         return selector.settings()
-    return {**selector.settings(), "repair_policy": options.repair_policy, **{
-        f"repair_policy.{key}": value for key, value in sorted(options.repair_policy_options.items())}}
+    return {**selector.settings(), "repair_policy": options.repair_policy,
+            "repair_displaced": options.supervisor.repair.displaced, **{
+                f"repair_policy.{key}": value for key, value in sorted(options.repair_policy_options.items())}}
 
 
 def evaluate(config: EvalConfig, on_record: Callable[[dict], None] | None = None) -> list[dict]:

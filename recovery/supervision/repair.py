@@ -6,7 +6,7 @@ base policies) toward a target from the nominal-state memory: the object poses, 
 the gripper of a remembered state. It restores one object, the *focus*: the object the gripper
 held there if it holds it no longer; else, of the objects the task's instruction names, one
 knocked over (tilted past ``RepairConfig.tipped``), which is stood up where it lies, else the one
-displaced the most, which is set back at its place. The repair ends once the focus is back and the
+displaced the most (beyond ``RepairConfig.displaced``), which is set back at its place. The repair ends once the focus is back and the
 arm is at the target's pose, or when its step budget is spent; control then returns to the base
 policy. The policy sees the current observation and ``obs["repair_target"]``
 (``RepairTarget.observation``). The supervisor repairs only where there is a focus (else the
@@ -125,7 +125,9 @@ def repair_target(obs: Observation, target: NominalState, instruction: str, conf
     held = _held_there(target, config)
     if held is not None and held in obs.get("object_poses", {}):
         return replace(goal, focus=held, focus_held=True)  # it was in the hand there: pick it up again
-    named = misplaced_named(obs, target, instruction, config)
+    named = {name: (displacement, tilt) for name, (displacement, tilt)
+             in misplaced_named(obs, target, instruction, config).items()
+             if displacement > config.displaced or tilt > config.tipped}
     if not named:
         return goal
     focus = max(named, key=lambda name: (named[name][1] > config.tipped, named[name][0]))  # knocked over first
