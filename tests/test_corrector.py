@@ -71,5 +71,5 @@ def test_the_corrector_stands_a_knocked_over_object_up(object_backend):
     recovery, repairing = _repair_after(object_backend, knock)
     lying = pose_change(knock.before, repairing[0].observation["object_poses"][SOUP])[1]
     standing = pose_change(knock.before, repairing[-1].result.observation["object_poses"][SOUP])[1]
-    assert recovery["repair"] == SOUP and recovery["reached"]
+    assert recovery["repair"] == SOUP and recovery["repair_kind"] == "stand up" and recovery["reached"]
     assert lying > np.radians(80) and standing < RepairConfig.tipped

@@ -102,6 +102,7 @@ def test_a_retry_after_an_object_was_knocked_away_becomes_a_repair_that_puts_it_
     outcome, log = _episode(robot, _supervised(robot, {25: Mode.RETRY}, ServoRepair()), knock_at=25)
     (recovery,) = outcome.extras["recoveries"]
     assert recovery["mode"] == "REPAIR" and recovery["repair"] == "can" and recovery["reached"]
+    assert recovery["repair_kind"] == "put back"
     repairing = [step for step in log.steps if step.mode == Mode.REPAIR]
     assert len(repairing) == recovery["steps"] > 10  # the repair's periods, each executed by the loop
     assert not any(isinstance(step.command, JointTarget) for step in repairing)  # the policy's actions

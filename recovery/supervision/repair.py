@@ -58,6 +58,13 @@ class RepairTarget:
     focus_held: bool = False  # the focus was in the hand there: it goes back into the hand, not onto its place
     focus_tipped: bool = False  # the focus lies knocked over: it is stood up where it lies
 
+    @property
+    def kind(self) -> str | None:
+        """What the repair does to the focus (None: nothing to repair)."""
+        if self.focus is None:
+            return None
+        return "pick up again" if self.focus_held else "stand up" if self.focus_tipped else "put back"
+
     def observation(self) -> dict:
         """The ``repair_target`` entry of the repair policy's observation (plain arrays, numbers and
         strings: it travels over the openpi wire too)."""
@@ -167,4 +174,5 @@ class PolicyRepair:
         return Control(self.broker.act({**obs, "repair_target": self.goal.observation()}), mode)
 
     def result(self) -> RollbackResult:
-        return RollbackResult(self._done, self.steps, *self._errors, details={"repair": self.goal.focus})
+        details = {"repair": self.goal.focus, "repair_kind": self.goal.kind}
+        return RollbackResult(self._done, self.steps, *self._errors, details=details)
