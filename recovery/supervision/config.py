@@ -39,7 +39,7 @@ class RepairConfig:
     # object up ~170): a knocked-over object the base policy cannot take is a lost episode anyway
     replan_every: int = 2  # the repair policy's chunks are re-planned this often
     placed: float = 0.02  # m: an object this close to its place in the target is back (and displaced beyond it)
-    # m: a repair puts back an object displaced further than this (never below ``placed``); a larger value leaves
+    # m: a repair puts back an object displaced further than this (below ``placed`` it acts as ``placed``); a larger value leaves
     # displaced objects to the base policy and repairs only dropped and knocked-over ones (libero_spatial's bowls
     # are picked up from wherever they lie: reports/repair.md)
     displaced: float = 0.02
