@@ -39,9 +39,9 @@ class RepairConfig:
     # object up ~170): a knocked-over object the base policy cannot take is a lost episode anyway
     replan_every: int = 2  # the repair policy's chunks are re-planned this often
     placed: float = 0.02  # m: an object this close to its place in the target is back (and displaced beyond it)
-    # m: a repair puts back an object displaced further than this (below ``placed`` it acts as ``placed``); a larger value leaves
-    # displaced objects to the base policy and repairs only dropped and knocked-over ones (libero_spatial's bowls
-    # are picked up from wherever they lie: reports/repair.md)
+    # m: a repair puts back an object displaced further than this (below ``placed`` it acts as ``placed``); a
+    # larger value leaves displaced objects to the base policy and repairs only dropped and knocked-over ones
+    # (libero_spatial's bowls are picked up from wherever they lie: reports/repair.md)
     displaced: float = 0.02
     tipped: float = 0.35  # rad (20 degrees): an object tilted more than this against the target lies knocked over
     # m: an object whose origin is this close to the grip point is in the hand. Measured while the embedded policy

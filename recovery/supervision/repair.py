@@ -8,9 +8,9 @@ held there if it holds it no longer; else, of the objects the task's instruction
 knocked over (tilted past ``RepairConfig.tipped``), which is stood up where it lies, else the one
 displaced the most (beyond ``RepairConfig.displaced``), which is set back at its place. The repair
 ends once the focus is back and the arm is at the target's pose, or when its step budget is spent;
-control then returns to the base policy. The policy sees the current observation and ``obs["repair_target"]``
-(``RepairTarget.observation``). The supervisor repairs only where there is a focus (else the
-arm's rollback does all there is to do). Object poses come from the simulator in LIBERO and from
+control then returns to the base policy. The policy sees the current observation and
+``obs["repair_target"]`` (``RepairTarget.observation``). The supervisor repairs only where there is
+a focus (else the arm's rollback does all there is to do). Object poses come from the simulator in LIBERO and from
 perception on a robot; where there are none, there is never a focus.
 """
 
