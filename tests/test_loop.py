@@ -189,6 +189,24 @@ def test_while_the_gripper_holds_something_a_rollback_carries_it_and_a_reset_is_
     assert "RESET" not in outcome.extras["modes"]  # a RESET would drop it
 
 
+@pytest.mark.parametrize("start_hand, to_start", [(RollbackConfig.start_hand, False), (0.08, True)])
+def test_with_no_free_state_a_rollback_goes_to_the_start_only_if_the_named_objects_lie_as_there(start_hand, to_start):
+    """The can the task names lies 7 cm from the hand, moved since the start: the start is not the
+    world it left (the rollback is refused) unless the can is close enough to count as the hand's."""
+    robot = KinematicRobot(goal=UNREACHABLE)
+    robot.instruction = "reach past the can"
+    sup = supervisor(robot, ScriptedSelector({20: Mode.RETRY}), UNREACHABLE,
+                     rollback=RollbackConfig(start_hand=start_hand))
+    log = Log()
+    log.on_step = lambda step, record=log.on_step: (record(step), step.index == 20 and robot.place(
+        "can", robot.eef_pose().pos + [0.0, 0.07, 0.0]))
+    robot.reset(0, 7)
+    robot.place("can", robot.eef_pose().pos + [0.0, -0.1, 0.0])
+    robot.touching = frozenset({"table"})  # no contact-free state to go back to: the start is the only one
+    outcome = run_episode(robot, sup, robot.instruction, LoopConfig(max_steps=40, wait_steps=0), (log,))
+    assert [r["target_step"] for r in outcome.extras["recoveries"]] == ([0] if to_start else [])
+
+
 def test_the_rollback_budget_caps_a_selector_that_always_asks():
     robot = KinematicRobot(goal=UNREACHABLE)
     sup = supervisor(robot, ScriptedSelector({s: Mode.RETRY for s in range(5, 200, 5)}), UNREACHABLE, max_rollbacks=2)

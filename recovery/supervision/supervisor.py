@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -337,5 +338,5 @@ class Supervisor:
         135-400 steps in). A snapshot restores the whole world and always may."""
         if self.config.rollback.kind == "snapshot":
             return True
-        return not misplaced_named(self.memory.latest.observation, self.memory.start, self._instruction,
-                                   self.config.repair)
+        near_hand = replace(self.config.repair, held=self.config.rollback.start_hand)
+        return not misplaced_named(self.memory.latest.observation, self.memory.start, self._instruction, near_hand)
