@@ -125,6 +125,11 @@ def test_ppo_trains_on_real_libero_and_the_selector_reloads(tmp_path):
     assert selector.model.num_timesteps == 128
     assert RuleConfig.from_dict(selector.settings()["advised_by"]) == ENV.rule  # advised by the rule it trained beside
     assert selector.decide(_context(steps=20, quality_steps=20)) in LEARNED_MODES
+    joined = replace(config, warm_start=WarmStartConfig(epochs=1, teacher_data=(str(out), str(out))), decisions=0,
+                     eval_every=0, out=tmp_path / "joined")  # --teacher-data: clone collections instead of collecting
+    train_selector(joined)
+    rejoined = json.loads((joined.out / "warm_start.json").read_text())
+    assert rejoined["teacher_decisions"] == 2 * warm["teacher_decisions"] and rejoined["joined_from"] == [str(out)] * 2
 
 
 def test_the_oracle_teacher_advises_a_retry_right_after_the_burst_and_nothing_else():

@@ -79,6 +79,7 @@ class TrainSelectorConfig:
         for key in ("decisions", "progress", "device", "ray_address", "eval_every", "eval_episodes",
                     "checkpoint_every"):
             data.pop(key)
+        data["warm_start"].pop("teacher_data")  # once joined they are the run's own warm_start.npz
         return data
 
 
@@ -196,8 +197,8 @@ def train_selector(config: TrainSelectorConfig) -> Path:
                         batch_size=p.batch_size, n_epochs=p.n_epochs, seed=config.seed, device=device,
                         policy_kwargs={"net_arch": list(p.net_arch)}, tensorboard_log=str(out / "tb"))
             model.selector_meta = selector_meta(layout, critic, config.env.rule)  # saved with every checkpoint
-            if config.warm_start.decisions:
-                warm_start(model, venv, config.warm_start, out, config.seed)
+            if config.warm_start.decisions or config.warm_start.teacher_data:
+                warm_start(model, venv, config.warm_start, out, config.seed, config.identity())
         evaluation = []
         if config.eval_every:
             eval_env = DummyVecEnv([functools.partial(make_env, config.env)])

@@ -9,6 +9,10 @@ selector environments PPO trains in, so the clone sees exactly the observations 
 The teacher is the rule, or the simulation-only disturbance oracle (``sim.oracle``: told when the
 burst ended, it rolls back right after it): a privileged teacher whose decisions the clone must
 infer from what the selector sees, so the clone can detect better than the rule does.
+
+Collections from several runs (other seeds: other sampled layouts; other disturbance mixes) can be
+joined and cloned at once (``teacher_data``), as long as their observations and returns mean the
+same: the shipped libero_object selector is a clone of three such collections.
 """
 
 from __future__ import annotations
@@ -20,11 +24,18 @@ from pathlib import Path
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
+from recovery.core.errors import RecoveryError
 from recovery.core.files import written_atomically
 from recovery.supervision.observation import LEARNED_MODES
 
 
 TEACHERS = ("rule", "oracle")
+# the environment settings two joined collections may differ in: which episodes they drew, not what a decision sees
+JOINABLE_ENV_SETTINGS = ("tasks", "disturbances", "disturbed_share", "task_repeats")
+
+
+class TeacherDataError(RecoveryError, ValueError):
+    """Teacher decisions to join are missing or were collected with other settings."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +49,7 @@ class WarmStartConfig:
     batch_size: int = 256
     learning_rate: float = 1e-3
     held_out: float = 0.2  # share of episodes kept out of fitting, to report agreement with the teacher
+    teacher_data: tuple[str, ...] = ()  # run directories whose collections are joined and cloned instead of collecting
 
     def __post_init__(self) -> None:
         if self.teacher not in TEACHERS:
@@ -96,6 +108,38 @@ def collect(venv: VecEnv, teacher: str, decisions: int, gamma: float) -> Teacher
         successes=np.array(successes))
 
 
+def join(parts: list[TeacherDecisions]) -> TeacherDecisions:
+    """One collection of several; episode indices stay distinct."""
+    offsets = np.cumsum([0] + [len(part.successes) for part in parts[:-1]])
+    return TeacherDecisions(
+        observations=np.concatenate([part.observations for part in parts]),
+        actions=np.concatenate([part.actions for part in parts]),
+        returns=np.concatenate([part.returns for part in parts]),
+        episode=np.concatenate([part.episode + offset for part, offset in zip(parts, offsets)]),
+        successes=np.concatenate([part.successes for part in parts]))
+
+
+def load_collections(run_dirs: tuple[str, ...], identity: dict) -> TeacherDecisions:
+    """Join the ``warm_start.npz`` of earlier ``train-selector`` runs, refusing one whose observation,
+    teacher or returns differ from this run's ``identity`` (``TrainSelectorConfig.identity``)."""
+    parts = []
+    for run in map(Path, run_dirs):
+        data, saved = run / "warm_start.npz", run / "config.json"
+        if not (data.exists() and saved.exists()):
+            raise TeacherDataError(f"{run} holds no collected teacher decisions (warm_start.npz and config.json of a "
+                                   "train-selector run with --warm-start)")
+        source = json.loads(saved.read_text())
+        differ = sorted(key for key in set(source["env"]) | set(identity["env"])
+                        if key not in JOINABLE_ENV_SETTINGS and source["env"].get(key) != identity["env"].get(key))
+        differ += [key for section, key in (("warm_start", "teacher"), ("ppo", "gamma"))
+                   if source[section][key] != identity[section][key]]
+        if differ:
+            raise TeacherDataError(f"{run} collected its decisions with other settings ({', '.join(differ)} differ): "
+                                   "its observations, teacher or returns would mean something else here")
+        parts.append(TeacherDecisions.load(data))
+    return join(parts)
+
+
 def clone(policy, data: TeacherDecisions, config: WarmStartConfig, seed: int = 0) -> dict:
     """Fit ``policy`` (an SB3 ActorCriticPolicy) to the teacher: cross-entropy on its actions, squared
     error of the value head on the discounted returns. Returns the agreement on held-out episodes."""
@@ -144,14 +188,17 @@ def agreement(policy, obs, actions) -> dict:
             "false_interventions": int(((predicted != 0) & ~intervened).sum())}
 
 
-def warm_start(model, venv: VecEnv, config: WarmStartConfig, out: Path, seed: int) -> dict:
-    """Collect (or reuse ``out/warm_start.npz`` of an interrupted run), clone, write the report."""
+def warm_start(model, venv: VecEnv, config: WarmStartConfig, out: Path, seed: int, identity: dict) -> dict:
+    """Collect (or join ``config.teacher_data``, or reuse ``out/warm_start.npz`` of an interrupted run),
+    clone, write the report."""
     cached = out / "warm_start.npz"
     if cached.exists():
         data = TeacherDecisions.load(cached)
     else:
-        data = collect(venv, config.teacher, config.decisions, model.gamma)
+        data = (load_collections(config.teacher_data, identity) if config.teacher_data
+                else collect(venv, config.teacher, config.decisions, model.gamma))
         data.save(cached)
-    report = {"teacher": config.teacher, **clone(model.policy, data, config, seed)}
+    report = {"teacher": config.teacher, "joined_from": list(config.teacher_data),
+              **clone(model.policy, data, config, seed)}
     (out / "warm_start.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
