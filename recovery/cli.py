@@ -321,7 +321,7 @@ def _cmd_train_selector(args: argparse.Namespace) -> int:
     config = TrainSelectorConfig(
         env=env, ppo=PPOConfig(n_steps=args.n_steps),
         warm_start=WarmStartConfig(teacher=args.teacher, decisions=args.warm_start,
-                                   teacher_data=tuple(map(str, args.teacher_data))),
+                                   teacher_data=tuple(args.teacher_data)),
         decisions=args.decisions, envs=args.envs, seed=args.seed,
         out=args.out or Path("selectors") / args.suite, checkpoint_every=args.checkpoint_every,
         eval_every=args.eval_every, eval_episodes=args.eval_episodes, device=args.device, ray_address=args.ray,
@@ -595,7 +595,7 @@ def _train_selector_options(ts: argparse.ArgumentParser) -> None:
                     help="the warm start's teacher: rule = the rule selector (the suite's thresholds); oracle = the "
                     "simulation-only disturbance oracle, told when the burst ended (the clone learns to see it from "
                     "the selector's observation; default %(default)s)")
-    ts.add_argument("--teacher-data", nargs="+", type=Path, default=[], metavar="RUN_DIR",
+    ts.add_argument("--teacher-data", nargs="+", default=[], metavar="RUN_DIR",
                     help="clone the teacher decisions these earlier train-selector runs collected (their "
                     "warm_start.npz, joined: other seeds give other layouts, other --disturbance lists another "
                     "curriculum) instead of collecting; each must have run with this run's observation, teacher "

@@ -43,6 +43,11 @@ def truncate_curve(path: Path, decisions: int) -> None:
         append_curve_row(path, row)
 
 
+def differing(previous: dict, current: dict, ignore: tuple[str, ...] = ()) -> list[str]:
+    """The keys whose values differ between two saved settings, sorted; ``ignore``: keys allowed to differ."""
+    return sorted(k for k in set(previous) | set(current) if k not in ignore and previous.get(k) != current.get(k))
+
+
 def prepare_run(out: Path, identity: dict) -> Path | None:
     """Create or check the run directory; return the checkpoint to resume from, if any."""
     out.mkdir(parents=True, exist_ok=True)
@@ -50,7 +55,7 @@ def prepare_run(out: Path, identity: dict) -> Path | None:
     if saved.exists():
         previous = json.loads(saved.read_text())
         if previous != identity:
-            changed = sorted(k for k in set(previous) | set(identity) if previous.get(k) != identity.get(k))
+            changed = differing(previous, identity)
             raise ResumeMismatchError(f"{out} holds a run with other settings ({', '.join(changed)} differ): "
                                       "use another --out, or the same settings to resume it")
     else:

@@ -26,6 +26,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from recovery.core.errors import RecoveryError
 from recovery.core.files import written_atomically
+from recovery.learning.run_dir import differing
 from recovery.supervision.observation import LEARNED_MODES
 
 
@@ -129,8 +130,7 @@ def load_collections(run_dirs: tuple[str, ...], identity: dict) -> TeacherDecisi
             raise TeacherDataError(f"{run} holds no collected teacher decisions (warm_start.npz and config.json of a "
                                    "train-selector run with --warm-start)")
         source = json.loads(saved.read_text())
-        differ = sorted(key for key in set(source["env"]) | set(identity["env"])
-                        if key not in JOINABLE_ENV_SETTINGS and source["env"].get(key) != identity["env"].get(key))
+        differ = differing(source["env"], identity["env"], ignore=JOINABLE_ENV_SETTINGS)
         differ += [key for section, key in (("warm_start", "teacher"), ("ppo", "gamma"))
                    if source[section][key] != identity[section][key]]
         if differ:
