@@ -65,16 +65,29 @@ def _contacts(force=0.0, touching=()):
 
 def test_grasp_monitor_bridges_flickering_contacts_and_lets_go_of_a_slipped_object():
     grasp = GraspMonitor(latch_steps=2)
-    assert not grasp.update(closed=False, contacts=_contacts(9.0, ["bowl"]), force_threshold=5.0)  # open: never
-    assert not grasp.update(True, _contacts(), 5.0)  # closing on nothing
-    assert grasp.update(True, _contacts(3.0, ["bowl"]), 5.0)  # light touch, under the force threshold
-    assert grasp.update(True, _contacts(), 5.0) and grasp.update(True, _contacts(), 5.0)  # contacts flicker
-    assert not grasp.update(True, _contacts(), 5.0)  # untouched for longer: it slipped out
-    assert grasp.update(True, _contacts(6.0), 5.0)  # a force sensor without contact names (a real arm)
-    assert not grasp.update(False, _contacts(6.0, ["bowl"]), 5.0)  # commanded open: let go
-    grasp.update(True, _contacts(1.0, ["bowl"]), 5.0)
+    held = 0.04  # m: the fingers' opening around the object
+    assert not grasp.update(closed=False, contacts=_contacts(9.0, ["bowl"]), force_threshold=5.0, gap=0.08)  # open
+    assert not grasp.update(True, _contacts(), 5.0, 0.06)  # closing on nothing
+    assert grasp.update(True, _contacts(3.0, ["bowl"]), 5.0, held)  # light touch, under the force threshold
+    assert grasp.update(True, _contacts(), 5.0, held) and grasp.update(True, _contacts(), 5.0, held)  # flicker
+    assert not grasp.update(True, _contacts(), 5.0, held)  # untouched for longer: it slipped out
+    assert grasp.update(True, _contacts(6.0), 5.0, held)  # a force sensor without contact names (a real arm)
+    assert not grasp.update(False, _contacts(6.0, ["bowl"]), 5.0, held)  # commanded open: let go
+    grasp.update(True, _contacts(1.0, ["bowl"]), 5.0, held)
     grasp.reset()
     assert not grasp.holding
+
+
+def test_grasp_monitor_lets_go_at_once_when_the_closed_fingers_open():
+    """A gripper commanded closed whose untouched fingers open (a fault) dropped what it held:
+    the latch does not hold on, and it does not come back without a new touch."""
+    grasp = GraspMonitor(latch_steps=5, opening=0.001)
+    held = 0.04
+    assert grasp.update(True, _contacts(30.0, ["can"]), 5.0, held)
+    assert grasp.update(True, _contacts(), 5.0, held + 0.0005)  # within the margin: a flicker
+    assert not grasp.update(True, _contacts(), 5.0, held + 0.002)  # opened: dropped
+    assert not grasp.update(True, _contacts(), 5.0, held - 0.01)  # closing again on nothing
+    assert grasp.update(True, _contacts(20.0, ["can"]), 5.0, held)  # re-grasped
 
 
 def test_pose_distance_is_numpys_norm_and_rotation_angle_to_the_bit():

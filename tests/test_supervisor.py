@@ -255,6 +255,24 @@ def test_disturbances_are_reproducible_recorded_and_felt(object_backend, name):
     assert disturbed.record() != record or not np.array_equal(other, first)
 
 
+def test_a_rollback_right_after_a_drop_opens_the_hand_and_the_policy_picks_up_again(tmp_path):
+    """libero_object task 1, init 0, the embedded policy: gripper_open (steps 54-58) drops the can. The
+    oracle's RETRY at step 60 comes two steps after the fingers last touched it; the contact latch alone
+    still counted the hand as holding, and the rollback carried nothing back, gripper closed, to where it
+    had held the can (the episode failed). The fingers, commanded closed, opened: the hand is empty, the
+    rollback goes to a state with the gripper open (the start: the window before the drop is all grasp),
+    and the policy picks the can up again."""
+    from recovery.evaluation.runner import EvalConfig, evaluate
+    from recovery.supervision.config import RecoveryOptions
+
+    (record,) = evaluate(EvalConfig(suite="libero_object", tasks=(1,), episodes=1, policy="embedded",
+                                    disturbance="gripper_open", recovery=RecoveryOptions(selector="oracle"),
+                                    out=tmp_path / "r.jsonl", progress=False))
+    (recovery,) = record["recovery"]["recoveries"]
+    assert record["disturbance_info"]["fired_at"] == 54 and recovery["step"] == 60
+    assert recovery["target_step"] == 0 and recovery["reached"] and record["success"]
+
+
 def test_the_oracle_rolls_back_once_right_after_the_burst(object_backend):
     from sim.oracle import DisturbanceOracle
 

@@ -184,7 +184,8 @@ class Supervisor:
         trackings = [self.tracking.update(position, move) for position, move in zip(positions, translations)]
         for seen, quality, value in zip(unscored, qualities, values):
             closing = bool(seen.action[6] > 0)
-            holding = self.grasp.update(closing, seen.contacts, cfg.contact_threshold)
+            fingers = seen.obs["state"][6:8]
+            holding = self.grasp.update(closing, seen.contacts, cfg.contact_threshold, float(fingers[0] - fingers[1]))
             contact_free = seen.contacts.is_free(cfg.contact_threshold) and not holding
             self.memory.add(NominalState(seen.step, seen.pose, np.asarray(seen.obs["joint_pos"], dtype=np.float64),
                                          quality, value, contact_free, seen.snapshot, seen.progress, holding, closing,
