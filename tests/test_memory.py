@@ -84,9 +84,9 @@ def test_grasp_monitor_lets_go_at_once_when_the_closed_fingers_open():
     grasp = GraspMonitor(latch_steps=5, opening=0.001)
     held = 0.04
     assert grasp.update(True, _contacts(30.0, ["can"]), 5.0, held)
-    assert grasp.update(True, _contacts(), 5.0, held + 0.0005)  # within the margin: a flicker
-    assert not grasp.update(True, _contacts(), 5.0, held + 0.002)  # opened: dropped
-    assert not grasp.update(True, _contacts(), 5.0, held - 0.01)  # closing again on nothing
+    assert grasp.update(True, _contacts(), 5.0, held + 0.0005) and not grasp.let_go  # within the margin: a flicker
+    assert not grasp.update(True, _contacts(), 5.0, held + 0.002) and grasp.let_go  # opened: dropped
+    assert not grasp.update(True, _contacts(), 5.0, held - 0.01) and not grasp.let_go  # closing again on nothing
     assert grasp.update(True, _contacts(20.0, ["can"]), 5.0, held)  # re-grasped
 
 

@@ -109,6 +109,21 @@ def test_the_metric_settling_after_a_rollback_is_no_drop():
     assert decide(fallen, 30) == Mode.REPAIR
 
 
+def test_a_drop_triggers_a_retry_once():
+    """The hand let go of what it held (recovery.supervision.grasp): a RETRY, unless a rollback came since."""
+    def decide(let_go_at, steps_since_rollback=40, rule=RuleConfig()):
+        ctx = DecisionContext(step=40, quality=0.9, value=1.0, risk=0.0, flags={}, rollbacks_left=3,
+                              steps_since_rollback=steps_since_rollback, last_rollback_mode=None,
+                              history={"quality": np.full(20, 0.9), "tracking": np.zeros(20)}, let_go_at=let_go_at)
+        return RuleSelector(rule).decide(ctx)
+
+    assert decide(None) == Mode.EXECUTE
+    assert decide(37) == Mode.RETRY
+    assert decide(37, steps_since_rollback=2) == Mode.EXECUTE  # the cooldown after a rollback
+    assert decide(25, steps_since_rollback=12) == Mode.EXECUTE  # dropped before the last rollback: dealt with
+    assert decide(37, rule=RuleConfig(retry_on_let_go=False)) == Mode.EXECUTE
+
+
 def test_the_tracking_trigger_waits_until_the_push_is_over():
     rule = RuleConfig(quality_min=0.0, quality_drop=1.0, tracking_max=0.03)
     tracking = np.full(40, 0.005)

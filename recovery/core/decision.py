@@ -46,6 +46,9 @@ class DecisionContext:
     # objects the task names lying knocked over, which a repair policy could stand up (empty without one)
     knocked_over: tuple[str, ...] = ()
     instruction: str = ""  # the task's: thresholds calibrated per task are looked up by it
+    # the policy step at which the hand last let go of what it held while commanded closed (a drop:
+    # recovery.supervision.grasp); None: not in this episode
+    let_go_at: int | None = None
 
 
 @dataclass(frozen=True)

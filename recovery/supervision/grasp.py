@@ -26,17 +26,19 @@ class GraspMonitor:
         self._untouched_for: int | None = None  # steps since the closed gripper last touched something
         self._gap_at_touch = 0.0  # the fingers' opening at the last touch
         self.holding = False
+        self.let_go = False  # the last update found the hand letting go (a drop: it held, and opened)
 
     def update(self, closed: bool, contacts: ContactInfo, force_threshold: float, gap: float) -> bool:
         """Feed one step: whether the gripper is commanded closed, the robot's contacts, and the
         fingers' opening (m; the distance between the two finger joints)."""
         touching = bool(contacts.touching) or not contacts.is_free(force_threshold)
+        self.let_go = False
         if not closed:
             self._untouched_for = None
         elif touching:
             self._untouched_for, self._gap_at_touch = 0, gap
         elif self._untouched_for is not None:
-            let_go = gap > self._gap_at_touch + self.opening
-            self._untouched_for = None if let_go else self._untouched_for + 1
+            self.let_go = gap > self._gap_at_touch + self.opening
+            self._untouched_for = None if self.let_go else self._untouched_for + 1
         self.holding = self._untouched_for is not None and self._untouched_for <= self.latch_steps
         return self.holding

@@ -61,6 +61,10 @@ class RuleConfig:
     # first crossed its limit, not of the latest steps (``Decision.before``); off by default, on in the shipped
     # calibrations where it measured better (libero_10, libero_spatial; reports/published.md, "The push bound")
     retry_before_push: bool = False
+    # a drop triggers: the hand let go of what it held while the policy commanded it closed (a gripper fault,
+    # a burst on its command; recovery.supervision.grasp), and no rollback came since. Quality falls only once
+    # the policy, handed an empty hand, has moved on, and a rollback the latch let carry back goes nowhere
+    retry_on_let_go: bool = True
     cooldown: int = 10  # steps after a rollback before the next one may trigger
     escalate_within: int = 40  # a second trigger this soon after a rollback becomes a REPAIR
 
@@ -121,7 +125,8 @@ class RuleSelector:
         limit = cfg.tracking_max_by_task.get(ctx.instruction, cfg.tracking_max)
         pushed = (len(tracking) > cfg.tracking_settle and float(np.max(tracking)) >= limit
                   and float(np.max(tracking[-cfg.tracking_settle:])) < limit)
-        triggered = (ctx.quality < cfg.quality_min or dropped or pushed
+        let_go = cfg.retry_on_let_go and ctx.let_go_at is not None and ctx.step - ctx.let_go_at < ctx.steps_since_rollback
+        triggered = (ctx.quality < cfg.quality_min or dropped or pushed or let_go
                      or ctx.risk > cfg.risk_max or any(ctx.flags.get(name, False) for name in cfg.value_drop_rules))
         if not triggered:
             return Mode.EXECUTE

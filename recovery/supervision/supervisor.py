@@ -79,6 +79,7 @@ class Supervisor:
         self.tracking.reset()
         self._value = self._value_for_task(instruction) if self._value_for_task else None
         self._step, self._progress, self._last_action, self._mode = 0, 0, None, Mode.EXECUTE
+        self._let_go_at: int | None = None  # the policy step at which the hand last let go (a drop)
         self._observed_at = self._decided_at = -1  # the policy step whose observation was scored / decided on
         self._rollback: Rollback | None = None
         self._rollback_mode = Mode.EXECUTE
@@ -186,6 +187,8 @@ class Supervisor:
             closing = bool(seen.action[6] > 0)
             fingers = seen.obs["state"][6:8]
             holding = self.grasp.update(closing, seen.contacts, cfg.contact_threshold, float(fingers[0] - fingers[1]))
+            if self.grasp.let_go:
+                self._let_go_at = seen.step
             contact_free = seen.contacts.is_free(cfg.contact_threshold) and not holding
             self.memory.add(NominalState(seen.step, seen.pose, np.asarray(seen.obs["joint_pos"], dtype=np.float64),
                                          quality, value, contact_free, seen.snapshot, seen.progress, holding, closing,
@@ -211,7 +214,7 @@ class Supervisor:
             # hand carries tilts with it (a bowl pinched at its rim rides 25 degrees over, 6-7 cm from the grip)
             knocked_over=knocked_over(self.memory.latest.observation, self.memory.start, self._instruction,
                                       self.config.repair) if self.repair is not None and not self.grasp.holding else (),
-            instruction=self._instruction,
+            instruction=self._instruction, let_go_at=self._let_go_at,
         )
 
     def apply(self, choice: Mode | Decision) -> Mode:
