@@ -283,6 +283,8 @@ def test_the_shipped_selector_loads_with_its_suites_critic(suite):
 
     selector = PPOSelector(shipped_selector(suite), critic_path(RecoveryOptions(), suite))
     assert selector.layout.version == 2 and selector.advisor is not None  # reads tracking and the rule's advice
+    # advised as in training: the drop trigger came after it, and its checkpoint does not record it
+    assert "retry_on_let_go" not in selector.settings()["advised_by"] and not selector.advisor.config.retry_on_let_go
     assert selector.decide(_context(steps=20, quality_steps=20)) in LEARNED_MODES
 
 

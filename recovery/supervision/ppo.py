@@ -23,6 +23,10 @@ from recovery.core.shipped import shipped
 from recovery.supervision.observation import LEARNED_MODES, ObservationLayout
 from recovery.supervision.selectors import RuleConfig, RuleSelector
 
+# switches the rule gained after selectors began recording its thresholds, as the rule of a checkpoint that
+# does not record them ran: off (the drop trigger, 2026-12-06). Its advice is what the selector was trained on
+RULE_SWITCHES_ADDED = {"retry_on_let_go": False}
+
 SHIPPED = shipped("recovery.supervision", "checkpoints")
 FORMAT = "agentic-recovery/ppo-selector"
 
@@ -102,7 +106,8 @@ class PPOSelector:
         meta = getattr(self.model, "selector_meta", None)
         self.layout, self.path = trained_layout(meta), path
         check_meta(meta, self.layout, path, critic)
-        self.advisor = RuleSelector(RuleConfig.from_dict(meta["rule"])) if self.layout.advised else None
+        rule = {**RULE_SWITCHES_ADDED, **meta["rule"]} if self.layout.advised else None
+        self.advisor = RuleSelector(RuleConfig.from_dict(rule)) if rule else None
 
     def reset(self) -> None:
         pass
