@@ -256,12 +256,12 @@ def test_disturbances_are_reproducible_recorded_and_felt(object_backend, name):
 
 
 def test_a_rollback_right_after_a_drop_opens_the_hand_and_the_policy_picks_up_again(tmp_path):
-    """libero_object task 1, init 0, the embedded policy: gripper_open (steps 54-58) drops the can. The
+    """libero_object task 1, init 0, the embedded policy: gripper_open (steps 54-58) drops the cream cheese. The
     oracle's RETRY at step 60 comes two steps after the fingers last touched it; the contact latch alone
     still counted the hand as holding, and the rollback carried nothing back, gripper closed, to where it
-    had held the can (the episode failed). The fingers, commanded closed, opened: the hand is empty, the
+    had held it (the episode failed). The fingers, commanded closed, opened: the hand is empty, the
     rollback goes to a state with the gripper open (the start: the window before the drop is all grasp),
-    and the policy picks the can up again."""
+    and the policy picks it up again."""
     from recovery.evaluation.runner import EvalConfig, evaluate
     from recovery.supervision.config import RecoveryOptions
 
