@@ -15,7 +15,7 @@ import numpy as np
 
 from recovery.core.loop import EpisodeOutcome, Step, Subscriber
 from recovery.core.robot import RECOVERY_MOTION, Observation
-from recovery.supervision.repair import pose_change
+from recovery.supervision.repair import finger_gap, pose_change
 
 LISTED = (0.005, 0.05)  # m, rad: smaller differences are left out of the record
 
@@ -39,8 +39,7 @@ def _poses(obs: Observation) -> Poses:
 
 
 def _fingers(obs: Observation) -> float:
-    """The gripper's opening in metres (the two finger joints of the standard state)."""
-    return round(float(obs["state"][6] - obs["state"][7]), 4)
+    return round(finger_gap(obs["state"]), 4)
 
 
 class WorldWatch(Subscriber):

@@ -42,7 +42,8 @@ def pose_change(before: np.ndarray, after: np.ndarray) -> tuple[float, float]:
     return float(np.linalg.norm(after[:3] - before[:3])), math.acos(float(np.clip(up_now[2], -1.0, 1.0)))
 
 
-def _finger_gap(state: np.ndarray) -> float:
+def finger_gap(state: np.ndarray) -> float:
+    """The gripper's opening in metres: the two finger joints of the standard state."""
     return float(state[6] - state[7])
 
 
@@ -152,7 +153,7 @@ def repaired(obs: Observation, pose: EefPose, goal: RepairTarget, config: Repair
         elif tilt > config.tipped or (displacement > config.placed and not goal.focus_tipped):
             return False  # a stood-up object need not be at its place: upright, the base policy can take it
     pos_err, rot_err = pose.distance(goal.pose)
-    open_enough = goal.holding or _finger_gap(obs["state"]) >= _finger_gap(goal.state) - config.opened
+    open_enough = goal.holding or finger_gap(obs["state"]) >= finger_gap(goal.state) - config.opened
     return pos_err <= config.arm_pos_tol and rot_err <= config.arm_rot_tol and open_enough
 
 

@@ -27,7 +27,8 @@ from recovery.core.robot import ContactInfo, EefPose, Observation, RobotBackend
 from recovery.supervision.config import SupervisorConfig
 from recovery.supervision.grasp import GraspMonitor
 from recovery.supervision.memory import NominalMemory, NominalState
-from recovery.supervision.repair import PolicyRepair, RepairTarget, knocked_over, misplaced_named, repair_target
+from recovery.supervision.repair import (PolicyRepair, RepairTarget, finger_gap, knocked_over, misplaced_named,
+                                         repair_target)
 from recovery.supervision.rollback import Rollback, RollbackResult, start_rollback
 from vla_wrappers.broker import ChunkBroker
 
@@ -185,8 +186,7 @@ class Supervisor:
         trackings = [self.tracking.update(position, move) for position, move in zip(positions, translations)]
         for seen, quality, value in zip(unscored, qualities, values):
             closing = bool(seen.action[6] > 0)
-            fingers = seen.obs["state"][6:8]
-            holding = self.grasp.update(closing, seen.contacts, cfg.contact_threshold, float(fingers[0] - fingers[1]))
+            holding = self.grasp.update(closing, seen.contacts, cfg.contact_threshold, finger_gap(seen.obs["state"]))
             if self.grasp.let_go:
                 self._let_go_at = seen.step
             contact_free = seen.contacts.is_free(cfg.contact_threshold) and not holding
