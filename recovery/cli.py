@@ -310,14 +310,17 @@ def _cmd_train_selector(args: argparse.Namespace) -> int:
     from recovery.learning.env import RewardConfig, SelectorEnvConfig
     from recovery.learning.train import PPOConfig, TrainSelectorConfig, train_selector
     from recovery.learning.warm_start import WarmStartConfig
+    from recovery.supervision.build import load_rule_config
 
     env = SelectorEnvConfig(suite=args.suite, tasks=tuple(args.tasks), policy=args.policy,
                             policy_options=args.policy_opt, disturbances=tuple(args.disturbance),
                             disturbed_share=args.disturbed_share, rollback=args.rollback, references=args.references,
                             critic=args.critic, max_steps=args.max_steps,
+                            rule=load_rule_config(args.rule_config) if args.rule_config else None,
                             supervisor=SupervisorConfig(max_rollbacks=args.max_rollbacks,
                                                         target_score=args.rollback_target),
-                            reward=RewardConfig(**dict(zip(("retry", "repair", "reset"), args.mode_costs))))
+                            reward=RewardConfig(**dict(zip(("retry", "repair", "reset"), args.mode_costs)),
+                                                counterfactual=args.counterfactual))
     config = TrainSelectorConfig(
         env=env, ppo=PPOConfig(n_steps=args.n_steps),
         warm_start=WarmStartConfig(teacher=args.teacher, decisions=args.warm_start,
@@ -612,6 +615,15 @@ def _train_selector_options(ts: argparse.ArgumentParser) -> None:
                     default=[costs.retry, costs.repair, costs.reset],
                     help="reward of choosing each recovery mode, on top of +1 success / -1 failure (default "
                     "%(default)s, the source's; a recovery also spends the episode's steps, which costs it anyway)")
+    ts.add_argument("--rule-config", type=Path, metavar="FILE",
+                    help="the rule whose advice the observation holds (and the teacher of --teacher rule), from "
+                    "`recovery calibrate-rule` (default: the suite's shipped calibration); a resumed checkpoint "
+                    "must be given the rule it was trained with")
+    ts.add_argument("--counterfactual", action="store_true",
+                    help="end reward against the base policy's own outcome: at the first decision that asks for a "
+                    "recovery, the rest of the episode is also played out in simulation with no recovery, and the "
+                    "episode scores the difference of the two outcomes (0 where the recovery changed nothing); the "
+                    "same optimum with far less variance, for about one more rollout an intervened episode")
     ts.add_argument("--checkpoint-every", type=int, default=TrainSelectorConfig.checkpoint_every,
                     help="decisions between checkpoints (default %(default)s)")
     ts.add_argument("--eval-every", type=int, default=TrainSelectorConfig.eval_every,

@@ -20,6 +20,7 @@ and does not run the disturbance's clock, which counts policy steps.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,20 @@ class DisturbanceConfig:
     def __post_init__(self) -> None:
         if self.name not in DISTURBANCES:
             raise UnknownDisturbanceError(f"unknown disturbance {self.name!r}; valid: {', '.join(DISTURBANCES)}")
+
+
+@dataclass(frozen=True)
+class DisturbanceClock:
+    """Where the episode's disturbance stands: its step count, whether and when it fired, what it
+    moved, its random draws. Saved beside a simulator snapshot to play an episode's future and come
+    back to the present (``recovery.learning.counterfactual``); a snapshot rollback leaves it alone:
+    the world goes back, the disturbance does not fire again."""
+
+    t: int
+    closed_for: int
+    fired_at: int | None
+    moved: str | None
+    rng: dict
 
 
 class DisturbedBackend(RobotBackend):
@@ -134,6 +149,14 @@ class DisturbedBackend(RobotBackend):
     def restore(self, snapshot) -> Observation:
         self._obs = self.inner.restore(snapshot)
         return self._obs
+
+    def clock(self) -> DisturbanceClock:
+        return DisturbanceClock(self._t, self._closed_for, self._fired_at, self._moved,
+                                copy.deepcopy(self._rng.bit_generator.state))
+
+    def set_clock(self, clock: DisturbanceClock) -> None:
+        self._t, self._closed_for, self._fired_at, self._moved = clock.t, clock.closed_for, clock.fired_at, clock.moved
+        self._rng.bit_generator.state = copy.deepcopy(clock.rng)
 
     def close(self) -> None:
         self.inner.close()

@@ -44,3 +44,15 @@ def test_reset_starts_a_new_episode():
     broker.reset("second")
     assert broker.inferences == 0 and policy.instruction == "second"
     assert broker.act({})[0] == 100
+
+
+def test_the_in_flight_chunk_can_be_set_aside_and_resumed():
+    """What the counterfactual reward does: play on, then put the chunk back as it was."""
+    broker = ChunkBroker(Counting(), replan_every=5)
+    broker.reset("task")
+    served = [broker.act({})[0] for _ in range(2)]
+    pending = broker.pending()
+    assert [a[0] for a in pending] == [2, 3, 4]
+    played = [broker.act({})[0] for _ in range(4)]
+    broker.set_pending(pending)
+    assert served + played == [0, 1, 2, 3, 4, 100] and [broker.act({})[0] for _ in range(4)] == [2, 3, 4, 200]

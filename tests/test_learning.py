@@ -21,7 +21,7 @@ from recovery.core.modes import Mode
 from recovery.evaluation.reproduce import reproduce
 from recovery.evaluation.results import ResultsFile
 from recovery.evaluation.runner import EvalConfig, evaluate
-from recovery.learning.env import SelectorEnv, SelectorEnvConfig
+from recovery.learning.env import RewardConfig, SelectorEnv, SelectorEnvConfig
 from recovery.learning.train import PPOConfig, TrainSelectorConfig, train_selector
 from recovery.learning.warm_start import TeacherDecisions, WarmStartConfig, clone
 from recovery.ray_cluster import RayUnavailableError
@@ -92,6 +92,50 @@ def test_env_passes_the_gymnasium_checker_and_pays_the_source_rewards():
         assert rewards[-1] == pytest.approx(-0.02 - 1.0) and set(rewards[:-1]) == {-0.02}
     finally:
         env.close()
+
+
+def _play(env: SelectorEnv, seed: int, retry_at: int | None) -> tuple[list, list, dict]:
+    """One episode asking EXECUTE at every decision but a RETRY at decision ``retry_at``: its
+    observations, rewards and last info."""
+    observations, rewards = [env.reset(seed=seed)[0]], []
+    done, decision = False, 0
+    while not done:
+        action = LEARNED_MODES.index(Mode.RETRY if decision == retry_at else Mode.EXECUTE)
+        obs, reward, done, _, info = env.step(action)
+        observations.append(obs)
+        rewards.append(reward)
+        decision += 1
+    return observations, rewards, info
+
+
+def test_the_counterfactual_reward_plays_the_base_policy_alone_and_then_undoes_it():
+    """Under the burst, episodes asking for one RETRY run step for step as without the
+    counterfactual (the branch is undone: simulator, disturbance clock, broker); the branch's outcome
+    is the one the same episode reaches asking for nothing; the end reward is the difference of the
+    two outcomes' rewards. Seed 7's RETRY wins an episode the base policy loses alone."""
+    plain = replace(ENV, disturbed_share=1.0, max_steps=None)
+    counterfactual = replace(plain, reward=RewardConfig(counterfactual=True))
+    env = SelectorEnv(plain)
+    try:
+        outcomes = []
+        for seed, retry_at in ((1, 4), (7, 10)):
+            observations, rewards, info = _play(env, seed, retry_at)
+            env.config = counterfactual
+            cf_observations, cf_rewards, cf_info = _play(env, seed, retry_at)
+            env.config = plain
+            alone = _play(env, seed, retry_at=None)[2]
+            assert np.array_equal(np.array(observations), np.array(cf_observations))
+            assert cf_rewards[:-1] == rewards[:-1] and info["left_alone"] is None and info["rollbacks"] >= 1
+            assert {k: v for k, v in cf_info.items() if k != "left_alone"} == \
+                {k: v for k, v in info.items() if k != "left_alone"}
+            assert cf_info["left_alone"] == alone["is_success"] and alone["rollbacks"] == 0
+            costs = rewards[-1] - (1.0 if info["is_success"] else -1.0)
+            difference = (1.0 if info["is_success"] else -1.0) - (1.0 if alone["is_success"] else -1.0)
+            assert cf_rewards[-1] == pytest.approx(costs + difference)
+            outcomes.append((info["is_success"], alone["is_success"]))
+    finally:
+        env.close()
+    assert (True, False) in outcomes, outcomes  # a non-zero difference was measured
 
 
 def test_disturbed_episodes_draw_from_the_curriculum():

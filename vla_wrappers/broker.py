@@ -32,6 +32,13 @@ class ChunkBroker:
     def flush(self) -> None:
         self._queue.clear()
 
+    def pending(self) -> tuple[np.ndarray, ...]:
+        """The in-flight chunk's actions still to execute (to play an episode's future and come back)."""
+        return tuple(action.copy() for action in self._queue)
+
+    def set_pending(self, actions: tuple[np.ndarray, ...]) -> None:
+        self._queue = deque(action.copy() for action in actions)
+
     def summary(self) -> dict:
         return {}
 

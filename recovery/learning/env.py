@@ -18,6 +18,7 @@ import numpy as np
 from recovery.core.decision import DecisionContext
 from recovery.core.loop import EpisodeLoop, LoopConfig
 from recovery.core.modes import Mode
+from recovery.learning.counterfactual import outcome_left_alone
 from recovery.supervision.build import build_supervisor, rule_config_for
 from recovery.supervision.config import SHIPPED_REFERENCES, RecoveryOptions, SupervisorConfig
 from recovery.supervision.observation import LEARNED_MODES, ObservationLayout
@@ -35,7 +36,10 @@ LAYOUT_SEEDS = (10_000, 2**31 - 1)  # sampled layouts; demos use 1000+, critic r
 
 @dataclass(frozen=True)
 class RewardConfig:
-    """The source's values: +1 success, -1 failure, -0.02 per decision, a price per recovery mode."""
+    """The source's values: +1 success, -1 failure, -0.02 per decision, a price per recovery mode.
+    ``counterfactual``: the outcome's reward minus that of the base policy's own outcome, played out
+    in simulation from the first decision that asked for a recovery (``counterfactual.py``); an
+    episode that asked for none scores its costs only."""
 
     success: float = 1.0
     failure: float = -1.0
@@ -43,6 +47,14 @@ class RewardConfig:
     retry: float = -0.1
     repair: float = -0.3
     reset: float = -0.5
+    counterfactual: bool = False
+
+    def outcome(self, success: bool, left_alone: bool | None) -> float:
+        """The episode's end reward; ``left_alone``: the counterfactual outcome, None where none was played."""
+        value = self.success if success else self.failure
+        if not self.counterfactual:
+            return value
+        return value - (value if left_alone is None else self.success if left_alone else self.failure)
 
     def cost(self, mode: Mode) -> float:
         return {Mode.RETRY: self.retry, Mode.REPAIR: self.repair, Mode.RESET: self.reset}.get(mode, 0.0)
@@ -96,7 +108,7 @@ class SelectorEnv(gym.Env):
         self._oracle = DisturbanceOracle(config.supervisor.retry_horizon)
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, (config.observation.size,), np.float32)
         self.action_space = gym.spaces.Discrete(len(LEARNED_MODES))
-        self._built: tuple | None = None  # (task index, backend, supervisor, selector) of the current run of episodes
+        self._built: tuple | None = None  # (task index, backend, broker, supervisor, selector) of the current run
         self._repeats_left = 0
 
     # --- Gymnasium ---------------------------------------------------------------------------------
@@ -110,7 +122,7 @@ class SelectorEnv(gym.Env):
         task = self._task
         disturbed = bool(rng.random() < self.config.disturbed_share)
         disturbance = self._disturbances[int(rng.integers(len(self._disturbances)))] if disturbed else self._nominal
-        self._backend, self._supervisor, self._selector = self._build(task)
+        self._backend, self._broker, self._supervisor, self._selector = self._build(task)
         self._oracle.bind(self._backend)
         self._backend.config = disturbance
         self._backend.reset(None, int(rng.integers(*LAYOUT_SEEDS)))
@@ -118,11 +130,16 @@ class SelectorEnv(gym.Env):
                                  LoopConfig(max_steps=self.config.max_steps or task.max_steps))
         self._loop.start(self._backend.instruction)
         self._episode = {"task": task.index, "disturbed": disturbed, "disturbance": disturbance.name}
+        self._left_alone: bool | None = None  # the counterfactual outcome, once played
         self._run_to_decision()
         return self._observation(), dict(self._episode)
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
-        self._selector.mode = LEARNED_MODES[int(action)]
+        asked = LEARNED_MODES[int(action)]
+        if self.config.reward.counterfactual and asked is not Mode.EXECUTE and self._left_alone is None:
+            self._left_alone = outcome_left_alone(self._backend, self._broker, self._loop.steps,
+                                                  self._loop.config.max_steps)
+        self._selector.mode = asked
         self._loop.step()  # the supervisor decides (admitting the mode or not) and acts on it
         mode = self._supervisor.applied_mode
         self._run_to_decision()
@@ -131,8 +148,9 @@ class SelectorEnv(gym.Env):
         info = {"mode": mode.name}
         if done:
             success = self._loop.success
-            reward += self.config.reward.success if success else self.config.reward.failure
-            info.update(self._episode, is_success=success, steps=self._loop.steps, **self._supervisor.summary())
+            reward += self.config.reward.outcome(success, self._left_alone)
+            info.update(self._episode, is_success=success, left_alone=self._left_alone, steps=self._loop.steps,
+                        **self._supervisor.summary())
         return self._observation(), float(reward), done, False, info
 
     def decision_context(self) -> DecisionContext:
@@ -148,7 +166,7 @@ class SelectorEnv(gym.Env):
 
     def close(self) -> None:
         if self._built is not None:
-            _, backend, supervisor, _ = self._built
+            _, backend, _, supervisor, _ = self._built
             supervisor.close()
             backend.close()
             self._built = None
@@ -199,12 +217,12 @@ class TrainingAgentSelector:
 
 
 def build_supervised_task(config: SelectorEnvConfig, task) -> tuple:
-    """A disturbable LIBERO backend (physics only), a supervisor around the base policy, and the
-    selector through which the agent being trained decides."""
+    """A disturbable LIBERO backend (physics only), the broker over the base policy, a supervisor
+    around it, and the selector through which the agent being trained decides."""
     backend = DisturbedBackend(LiberoBackend(task), DisturbanceConfig(), task.index)  # each episode sets its own
     broker = ChunkBroker(make_policy(config.policy, backend, config.policy_options))
     options = RecoveryOptions(rollback=config.rollback, references=config.references, critic=config.critic,
                               supervisor=config.supervisor)
     selector = TrainingAgentSelector()
     supervisor: Supervisor = build_supervisor(backend, broker, task.suite, task.name, selector, options)
-    return backend, supervisor, selector
+    return backend, broker, supervisor, selector

@@ -35,8 +35,9 @@ from recovery.learning.warm_start import WarmStartConfig, warm_start
 from recovery.ray_cluster import connect
 from recovery.supervision.build import critic_path
 from recovery.supervision.config import RecoveryOptions
-from recovery.supervision.observation import LEARNED_MODES
-from recovery.supervision.ppo import check_meta, selector_meta
+from recovery.supervision.observation import LEARNED_MODES, ObservationLayout
+from recovery.supervision.ppo import SelectorCheckpointError, advising_rule, check_meta, selector_meta
+from recovery.supervision.selectors import RuleConfig
 from vla_wrappers.base import resolve_device
 
 
@@ -171,6 +172,17 @@ class RunRecorder(BaseCallback):
         }, indent=2) + "\n")
 
 
+def check_advisor(meta: dict, layout: ObservationLayout, path: Path, rule: RuleConfig | None) -> None:
+    """A resumed selector must go on reading the advice it was trained on (a rule switch added since
+    a checkpoint was written is off for it, ``ppo.RULE_SWITCHES_ADDED``)."""
+    trained = advising_rule(meta, layout)
+    if trained is not None and trained != rule:
+        differing = {key: value for key, value in asdict(trained).items() if getattr(rule, key, None) != value}
+        raise SelectorCheckpointError(
+            f"{path} reads the advice of a rule with other thresholds than this run's ({differing}): pass them with "
+            f"--rule-config FILE, a JSON file {{\"rule\": ...}} holding {json.dumps(asdict(trained))}")
+
+
 def train_selector(config: TrainSelectorConfig) -> Path:
     """Train (or resume) and return the final selector's path."""
     import torch
@@ -190,6 +202,7 @@ def train_selector(config: TrainSelectorConfig) -> Path:
         if resume_from:
             model = PPO.load(resume_from, env=venv, device=device)
             check_meta(getattr(model, "selector_meta", None), layout, resume_from, critic)
+            check_advisor(model.selector_meta, layout, resume_from, config.env.rule)
             truncate_curve(out / "curve.csv", model.num_timesteps)
         else:
             p = config.ppo

@@ -86,6 +86,11 @@ def trained_layout(meta: dict | None) -> ObservationLayout:
         return ObservationLayout()
 
 
+def advising_rule(meta: dict, layout: ObservationLayout) -> RuleConfig | None:
+    """The rule whose advice a checked checkpoint reads (None: its layout reads none)."""
+    return RuleConfig.from_dict({**RULE_SWITCHES_ADDED, **meta["rule"]}) if layout.advised else None
+
+
 def shipped_selector(suite: str) -> Path:
     return SHIPPED / f"{suite}.zip"
 
@@ -106,8 +111,8 @@ class PPOSelector:
         meta = getattr(self.model, "selector_meta", None)
         self.layout, self.path = trained_layout(meta), path
         check_meta(meta, self.layout, path, critic)
-        rule = {**RULE_SWITCHES_ADDED, **meta["rule"]} if self.layout.advised else None
-        self.advisor = RuleSelector(RuleConfig.from_dict(rule)) if rule else None
+        rule = advising_rule(meta, self.layout)
+        self.advisor = RuleSelector(rule) if rule else None
 
     def reset(self) -> None:
         pass
