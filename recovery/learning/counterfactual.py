@@ -20,9 +20,9 @@ from vla_wrappers.broker import ChunkBroker
 
 def outcome_left_alone(backend: DisturbedBackend, broker: ChunkBroker, steps: int, max_steps: int) -> bool:
     """Whether the base policy, left alone from here (``steps`` periods of ``max_steps`` spent),
-    completes the task. The simulator, the disturbance's clock and the broker's in-flight chunk are
-    put back as they were (and its count of inferences); the policy must keep no other state between inferences (the embedded
-    policy keeps none)."""
+    completes the task. The simulator, the disturbance's clock, the broker's in-flight chunk and its
+    count of inferences are put back as they were; the policy must keep no other state between
+    inferences (the embedded policy keeps none)."""
     snapshot, clock, pending, inferences = backend.snapshot(), backend.clock(), broker.pending(), broker.inferences
     branch = EpisodeLoop(backend, broker, LoopConfig(max_steps=max_steps, wait_steps=0))
     branch.steps = steps

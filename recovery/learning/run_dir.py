@@ -10,7 +10,9 @@ from recovery.core.errors import RecoveryError
 from recovery.core.files import written_atomically
 from recovery.supervision.observation import LEARNED_MODES
 
-CURVE_FIELDS = ["decisions", "episodes", "success_rate", "mean_return"] + [f"share_{m.name}" for m in LEARNED_MODES]
+CURVE_FIELDS = (["decisions", "episodes", "success_rate", "mean_return"] + [f"share_{m.name}" for m in LEARNED_MODES]
+                + ["recovery_won", "recovery_lost"])  # episodes the recoveries won / lost against the base policy alone
+# (with the counterfactual reward; empty without it)
 
 
 class ResumeMismatchError(RecoveryError, ValueError):

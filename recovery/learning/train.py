@@ -125,6 +125,7 @@ class RunRecorder(BaseCallback):
         self._modes: Counter[str] = Counter()
         self._successes: list[bool] = []
         self._returns: list[float] = []
+        self._against_alone: Counter[str] = Counter()  # won / lost, where the counterfactual was played
 
     def _on_rollout_start(self) -> None:
         now = time.perf_counter()
@@ -138,6 +139,8 @@ class RunRecorder(BaseCallback):
             if "is_success" in info:
                 self._successes.append(bool(info["is_success"]))
                 self._returns.append(float(info["episode"]["r"]) if "episode" in info else float("nan"))
+                if info.get("left_alone") is not None and info["left_alone"] != info["is_success"]:
+                    self._against_alone["won" if info["is_success"] else "lost"] += 1
         self._bar.update(self.training_env.num_envs)
         if self.num_timesteps >= self._next_checkpoint:
             save_atomically(self.model, self.out / "checkpoint.zip")
@@ -152,7 +155,9 @@ class RunRecorder(BaseCallback):
         row = {"decisions": self.num_timesteps, "episodes": len(self._successes),
                "success_rate": float(np.mean(self._successes)) if self._successes else "",
                "mean_return": float(np.mean(self._returns)) if self._returns else "",
-               **{f"share_{m.name}": self._modes[m.name] / total for m in LEARNED_MODES}}
+               **{f"share_{m.name}": self._modes[m.name] / total for m in LEARNED_MODES},
+               **({"recovery_won": self._against_alone["won"], "recovery_lost": self._against_alone["lost"]}
+                  if self.config.env.reward.counterfactual else {})}
         append_curve_row(self.out / "curve.csv", row)
         self._reset_rollout_stats()
 
