@@ -322,7 +322,7 @@ def _cmd_train_selector(args: argparse.Namespace) -> int:
                             reward=RewardConfig(**dict(zip(("retry", "repair", "reset"), args.mode_costs)),
                                                 counterfactual=args.counterfactual))
     config = TrainSelectorConfig(
-        env=env, ppo=PPOConfig(n_steps=args.n_steps),
+        env=env, ppo=PPOConfig(n_steps=args.n_steps, ent_coef=args.ent_coef),
         warm_start=WarmStartConfig(teacher=args.teacher, decisions=args.warm_start,
                                    teacher_data=tuple(args.teacher_data)),
         decisions=args.decisions, envs=args.envs, seed=args.seed,
@@ -607,6 +607,9 @@ def _train_selector_options(ts: argparse.ArgumentParser) -> None:
                     help="parallel environments (processes or Ray actors; default %(default)s)")
     ts.add_argument("--n-steps", type=int, default=PPOConfig.n_steps,
                     help="decisions per environment between PPO updates (default %(default)s)")
+    ts.add_argument("--ent-coef", type=float, default=PPOConfig.ent_coef,
+                    help="PPO's entropy bonus (default %(default)s, the source's; it pushes a selector that rarely "
+                    "intervenes towards intervening more)")
     ts.add_argument("--max-steps", type=int, help="override the suite's step budget per episode")
     ts.add_argument("--disturbed-share", type=float, default=SelectorEnvConfig.disturbed_share,
                     help="share of disturbed episodes (default %(default)s)")

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -280,6 +281,16 @@ def test_interrupted_training_resumes_from_its_checkpoint(tmp_path):
     changed = subprocess.run(command[:-1] + ["--disturbed-share", "0.9", "--no-progress"], capture_output=True,
                              text=True)
     assert changed.returncode == 2 and "other settings (env differ)" in changed.stderr
+    started = tmp_path / "from_another_run"  # another run's checkpoint as the start: this run's PPO settings apply
+    started.mkdir()
+    shutil.copy(out / "selector.zip", started / "checkpoint.zip")
+    options = {"--out": str(started), "--n-steps": "16", "--decisions": str(final + 32)}
+    other = [options.get(previous, arg) for previous, arg in zip([None, *command], command)] + ["--ent-coef", "0"]
+    done = subprocess.run(other, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    model = PPO.load(started / "selector.zip")
+    assert (model.ent_coef, model.n_steps, model.rollout_buffer.buffer_size) == (0.0, 16, 16)
+    assert model.num_timesteps >= final + 32
 
 
 def test_unreachable_ray_address_fails_before_anything_runs(tmp_path):

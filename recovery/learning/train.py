@@ -57,6 +57,11 @@ class PPOConfig:
     n_epochs: int = 10
     net_arch: tuple[int, ...] = (128, 128)
 
+    def hyperparameters(self) -> dict:
+        """What PPO takes besides its network: also set on a resumed checkpoint (one started from
+        another run's, such as a shipped selector, would otherwise keep that run's)."""
+        return {key: value for key, value in asdict(self).items() if key != "net_arch"}
+
 
 @dataclass(frozen=True)
 class TrainSelectorConfig:
@@ -205,16 +210,13 @@ def train_selector(config: TrainSelectorConfig) -> Path:
     eval_env = None
     try:
         if resume_from:
-            model = PPO.load(resume_from, env=venv, device=device)
+            model = PPO.load(resume_from, env=venv, device=device, custom_objects=config.ppo.hyperparameters())
             check_meta(getattr(model, "selector_meta", None), layout, resume_from, critic)
             check_advisor(model.selector_meta, layout, resume_from, config.env.rule)
             truncate_curve(out / "curve.csv", model.num_timesteps)
         else:
-            p = config.ppo
-            model = PPO("MlpPolicy", venv, learning_rate=p.learning_rate, gamma=p.gamma, clip_range=p.clip_range,
-                        vf_coef=p.vf_coef, ent_coef=p.ent_coef, gae_lambda=p.gae_lambda, n_steps=p.n_steps,
-                        batch_size=p.batch_size, n_epochs=p.n_epochs, seed=config.seed, device=device,
-                        policy_kwargs={"net_arch": list(p.net_arch)}, tensorboard_log=str(out / "tb"))
+            model = PPO("MlpPolicy", venv, **config.ppo.hyperparameters(), seed=config.seed, device=device,
+                        policy_kwargs={"net_arch": list(config.ppo.net_arch)}, tensorboard_log=str(out / "tb"))
             model.selector_meta = selector_meta(layout, critic, config.env.rule)  # saved with every checkpoint
             if config.warm_start.decisions or config.warm_start.teacher_data:
                 warm_start(model, venv, config.warm_start, out, config.seed, identity)
