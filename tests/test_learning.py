@@ -290,7 +290,7 @@ def test_interrupted_training_resumes_from_its_checkpoint(tmp_path):
     assert done.returncode == 0, done.stderr
     model = PPO.load(started / "selector.zip")
     assert (model.ent_coef, model.n_steps, model.rollout_buffer.buffer_size) == (0.0, 16, 16)
-    assert model.num_timesteps >= final + 32
+    assert model.num_timesteps >= final + 32 and any((started / "tb").rglob("events.out.tfevents.*"))
 
 
 def test_unreachable_ray_address_fails_before_anything_runs(tmp_path):

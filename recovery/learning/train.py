@@ -211,6 +211,7 @@ def train_selector(config: TrainSelectorConfig) -> Path:
     try:
         if resume_from:
             model = PPO.load(resume_from, env=venv, device=device, custom_objects=config.ppo.hyperparameters())
+            model.tensorboard_log = str(out / "tb")  # a checkpoint copied from another run names that run's
             check_meta(getattr(model, "selector_meta", None), layout, resume_from, critic)
             check_advisor(model.selector_meta, layout, resume_from, config.env.rule)
             truncate_curve(out / "curve.csv", model.num_timesteps)
