@@ -1,7 +1,6 @@
-"""Is a post-burst outcome a function of the state the critic sees? An experiment (it sets the
-broker's queue and the disturbance's clock directly; not a tool): on sampled layouts (seeds 7000+,
-none of the critic's), the episode loop runs the embedded policy under the action-noise burst to
-the step after the burst; then the simulator, the broker's queue and the disturbance's clock are
+"""Is a post-burst outcome a function of the state the critic sees? An experiment, not a tool: on
+sampled layouts (seeds 7000+, none of the critic's), the episode loop runs the embedded policy
+under the action-noise burst to the step after the burst; then the simulator, the broker's queue and the disturbance's clock are
 snapshotted and the rest of the episode is played K + 1 times from there, each by its own episode
 loop: branch 0 as is, branch 1 as is again (the replay must agree), branches 2..K with the next
 action's arm part moved by EPS times a standard normal (EPS = 0.001: 0.05 mm of goal). Prints one
@@ -14,7 +13,6 @@ default 0, splits a run between processes)
 
 import json
 import sys
-from collections import deque
 
 import numpy as np
 import torch
@@ -69,11 +67,12 @@ def main() -> None:
                 raise loop.error
             if loop.over:  # a success, or the budget spent, before the burst ended
                 continue
-            snapshot, queue, clock = backend.snapshot(), deque(broker._queue), (backend._t, backend._fired_at)
+            snapshot, queue, clock = backend.snapshot(), broker.pending(), backend.clock()
             outcomes = []
             for b in range(branches + 1):
                 backend.restore(snapshot)
-                broker._queue, (backend._t, backend._fired_at) = deque(queue), clock
+                broker.set_pending(queue)
+                backend.set_clock(clock)
                 offset = eps * np.random.default_rng(b).standard_normal(6) if b > 1 else None
                 branch = EpisodeLoop(backend, Nudged(broker, offset), config)
                 branch.steps = loop.steps
