@@ -1,10 +1,10 @@
 """Is a post-burst outcome a function of the state the critic sees? An experiment, not a tool: on
-sampled layouts (seeds 7000+, none of the critic's), the episode loop runs the embedded policy
-under the action-noise burst to the step after the burst; then the simulator, the broker's queue and the disturbance's clock are
-snapshotted and the rest of the episode is played K + 1 times from there, each by its own episode
-loop: branch 0 as is, branch 1 as is again (the replay must agree), branches 2..K with the next
-action's arm part moved by EPS times a standard normal (EPS = 0.001: 0.05 mm of goal). Prints one
-JSON line a state.
+sampled layouts (seeds 7000+, none of the critic's), the episode loop runs the embedded policy under
+the action-noise burst to the step after the burst; then the simulator, the broker's queue and the
+disturbance's clock are snapshotted and the rest of the episode is played K + 1 times from there,
+each by its own episode loop: branch 0 as is, branch 1 as is again (the replay must agree), branches
+2..K with the next action's arm part moved by EPS times a standard normal (EPS = 0.001: 0.05 mm of
+goal). Prints one JSON line a state.
 
 Usage: python reports/critics/branch_outcomes.py SUITE LAYOUTS_PER_TASK K EPS [FIRST_LAYOUT] > OUT.jsonl
 (we ran: libero_spatial 2 6 0.001 > reports/critics/branch_outcomes_libero_spatial.jsonl; FIRST_LAYOUT,
