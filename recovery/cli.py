@@ -322,10 +322,10 @@ def _cmd_train_selector(args: argparse.Namespace) -> int:
                             reward=RewardConfig(**dict(zip(("retry", "repair", "reset"), args.mode_costs)),
                                                 counterfactual=args.counterfactual))
     config = TrainSelectorConfig(
-        env=env, ppo=PPOConfig(n_steps=args.n_steps, ent_coef=args.ent_coef),
+        env=env, ppo=PPOConfig(n_steps=args.n_steps, ent_coef=args.ent_coef, target_kl=args.target_kl),
         warm_start=WarmStartConfig(teacher=args.teacher, decisions=args.warm_start,
                                    teacher_data=tuple(args.teacher_data)),
-        decisions=args.decisions, envs=args.envs, seed=args.seed,
+        decisions=args.decisions, value_warmup=args.value_warmup, envs=args.envs, seed=args.seed,
         out=args.out or Path("selectors") / args.suite, checkpoint_every=args.checkpoint_every,
         eval_every=args.eval_every, eval_episodes=args.eval_episodes, device=args.device, ray_address=args.ray,
         progress=not args.no_progress,
@@ -610,6 +610,14 @@ def _train_selector_options(ts: argparse.ArgumentParser) -> None:
     ts.add_argument("--ent-coef", type=float, default=PPOConfig.ent_coef,
                     help="PPO's entropy bonus (default %(default)s, the source's; it pushes a selector that rarely "
                     "intervenes towards intervening more)")
+    ts.add_argument("--target-kl", type=float, default=PPOConfig.target_kl,
+                    help="end an update's epochs early once the policy has moved this far from the one that collected "
+                    "its rollouts (approximate KL; default: no limit, the source's)")
+    ts.add_argument("--value-warmup", type=int, default=TrainSelectorConfig.value_warmup, metavar="DECISIONS",
+                    help="updates fit the value head only, the actor frozen, until the selector has made DECISIONS "
+                    "decisions (counting those of a checkpoint it starts from; the shipped selectors have made 0): "
+                    "for a run that starts from a clone or changes the reward, whose value head has not learned the "
+                    "return yet (default %(default)s)")
     ts.add_argument("--max-steps", type=int, help="override the suite's step budget per episode")
     ts.add_argument("--disturbed-share", type=float, default=SelectorEnvConfig.disturbed_share,
                     help="share of disturbed episodes (default %(default)s)")

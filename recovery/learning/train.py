@@ -55,6 +55,7 @@ class PPOConfig:
     n_steps: int = 256  # decisions per environment between updates
     batch_size: int = 64
     n_epochs: int = 10
+    target_kl: float | None = None  # stop an update's epochs once the policy moved this far (None: the source's)
     net_arch: tuple[int, ...] = (128, 128)
 
     def hyperparameters(self) -> dict:
@@ -69,6 +70,7 @@ class TrainSelectorConfig:
     ppo: PPOConfig = field(default_factory=PPOConfig)
     warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
     decisions: int = 20_000  # total high-level decisions (PPO timesteps) over all environments
+    value_warmup: int = 0  # decisions (the model's, a starting checkpoint's included) whose updates fit only V
     envs: int = 2  # parallel environments (processes, or Ray actors with ray_address)
     seed: int = 0
     out: Path = Path("selectors/libero_object")
@@ -182,6 +184,26 @@ class RunRecorder(BaseCallback):
         }, indent=2) + "\n")
 
 
+class ValueWarmup(BaseCallback):
+    """Freezes the actor in the updates until the model has made ``decisions`` decisions (its
+    ``num_timesteps``, which a resumed checkpoint carries): a value head fitted to another reward (a
+    clone's, or before ``--counterfactual``) first learns the new return, so that the advantages that then
+    move the policy are not that return's raw noise."""
+
+    def __init__(self, decisions: int):
+        super().__init__()
+        self.decisions = decisions
+
+    def _on_rollout_end(self) -> None:  # the update of this rollout follows
+        frozen = self.num_timesteps <= self.decisions
+        policy = self.model.policy
+        for actor in (policy.mlp_extractor.policy_net, policy.action_net):
+            actor.requires_grad_(not frozen)  # Adam leaves a parameter without a gradient as it is
+
+    def _on_step(self) -> bool:
+        return True
+
+
 def check_advisor(meta: dict, layout: ObservationLayout, path: Path, rule: RuleConfig | None) -> None:
     """A resumed selector must go on reading the advice it was trained on (a rule switch added since
     a checkpoint was written is off for it, ``ppo.RULE_SWITCHES_ADDED``)."""
@@ -221,17 +243,17 @@ def train_selector(config: TrainSelectorConfig) -> Path:
             model.selector_meta = selector_meta(layout, critic, config.env.rule)  # saved with every checkpoint
             if config.warm_start.decisions or config.warm_start.teacher_data:
                 warm_start(model, venv, config.warm_start, out, config.seed, identity)
-        evaluation = []
+        callbacks = [ValueWarmup(config.value_warmup)] if config.value_warmup else []
         if config.eval_every:
             eval_env = DummyVecEnv([functools.partial(make_env, config.env)])
             eval_env.seed(config.seed + 1_000_003)
-            evaluation.append(EvalCallback(eval_env, n_eval_episodes=config.eval_episodes,
-                                           eval_freq=max(config.eval_every // config.envs, 1), log_path=str(out),
-                                           best_model_save_path=str(out / "best"), verbose=0))
+            callbacks.append(EvalCallback(eval_env, n_eval_episodes=config.eval_episodes,
+                                          eval_freq=max(config.eval_every // config.envs, 1), log_path=str(out),
+                                          best_model_save_path=str(out / "best"), verbose=0))
         remaining = config.decisions - model.num_timesteps
         if remaining > 0:
             with stop_on_interrupt("stopping after the current decision (Ctrl-C again to stop now)") as stop:
-                model.learn(remaining, callback=CallbackList([RunRecorder(config, out, stop), *evaluation]),
+                model.learn(remaining, callback=CallbackList([RunRecorder(config, out, stop), *callbacks]),
                             reset_num_timesteps=resume_from is None, tb_log_name="ppo")
             save_atomically(model, out / "checkpoint.zip")
             if stop.is_set():
