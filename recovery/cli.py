@@ -582,7 +582,7 @@ def _calibrate_rule_options(cr: argparse.ArgumentParser) -> None:
 
 
 def _train_selector_options(ts: argparse.ArgumentParser) -> None:
-    from recovery.learning.env import RewardConfig, SelectorEnvConfig
+    from recovery.learning.env import COUNTERFACTUALS, RewardConfig, SelectorEnvConfig
     from recovery.learning.train import PPOConfig, TrainSelectorConfig
     from recovery.learning.warm_start import TEACHERS, WarmStartConfig
 
@@ -630,11 +630,14 @@ def _train_selector_options(ts: argparse.ArgumentParser) -> None:
                     help="the rule whose advice the observation holds (and the teacher of --teacher rule), from "
                     "`recovery calibrate-rule` (default: the suite's shipped calibration); a resumed checkpoint "
                     "must be given the rule it was trained with")
-    ts.add_argument("--counterfactual", action="store_true",
-                    help="end reward against the base policy's own outcome: at the first decision that asks for a "
+    ts.add_argument("--counterfactual", nargs="?", const="episode", choices=COUNTERFACTUALS,
+                    help="pay outcomes against the base policy's own: at the first decision that asks for a "
                     "recovery, the rest of the episode is also played out in simulation with no recovery, and the "
                     "episode scores the difference of the two outcomes (0 where the recovery changed nothing); the "
-                    "same optimum with far less variance, for about one more rollout an intervened episode")
+                    "same optimum with far less variance, for about one more rollout an intervened episode. "
+                    "'intervention': besides, a play-out after each recovery, which is paid at once the difference "
+                    "of the outcomes played alone after and before it (the same total, each recovery's own credit); "
+                    "default without a value: %(const)s")
     ts.add_argument("--checkpoint-every", type=int, default=TrainSelectorConfig.checkpoint_every,
                     help="decisions between checkpoints (default %(default)s)")
     ts.add_argument("--eval-every", type=int, default=TrainSelectorConfig.eval_every,

@@ -143,8 +143,8 @@ class DisturbedBackend(RobotBackend):
     def contacts(self):
         return self.inner.contacts()
 
-    def snapshot(self):
-        return self.inner.snapshot()
+    def snapshot(self, derived: bool = False):
+        return self.inner.snapshot(derived)
 
     def restore(self, snapshot) -> Observation:
         self._obs = self.inner.restore(snapshot)

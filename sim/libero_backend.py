@@ -12,6 +12,7 @@ Observation keys (all world frame, float64 unless noted):
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import logging
 from dataclasses import dataclass
@@ -63,6 +64,7 @@ class SimSnapshot:
     timestep: int
     cur_time: float
     observation: Observation
+    data: Any = None  # MjData, derived quantities and contacts included: see ``LiberoBackend.snapshot``
 
 
 class LiberoBackend(RobotBackend):
@@ -208,7 +210,12 @@ class LiberoBackend(RobotBackend):
                 touching.append(self._geom_names[geom2 if robot[geom1] else geom1])
         return ContactInfo(force, frozenset(touching)) if touching else NO_CONTACT
 
-    def snapshot(self) -> SimSnapshot:
+    def snapshot(self, derived: bool = False) -> SimSnapshot:
+        """The integration state restores the future bit-identically, but positions and contacts
+        read right after a step are those MuJoCo computed before integrating, one physics step old;
+        a restore recomputes them for the present. ``derived`` keeps the whole MjData (~1.6 ms), so
+        that a branch comes back reading what it read (the counterfactual play-out); a rollback
+        need not."""
         env, robot = self.raw, self.raw.robots[0]
         model, data = env.sim.model._model, env.sim.data._data
         spec = mujoco.mjtState.mjSTATE_INTEGRATION
@@ -217,14 +224,17 @@ class LiberoBackend(RobotBackend):
         return SimSnapshot(
             physics, np.array(robot.gripper.current_action, dtype=np.float64).copy(),
             robot.controller.goal_ori.copy(), robot.controller.goal_pos.copy(),
-            env.timestep, env.cur_time, _copy_obs(self._obs),
+            env.timestep, env.cur_time, _copy_obs(self._obs), copy.copy(data) if derived else None,
         )
 
     def restore(self, snapshot: SimSnapshot) -> Observation:
         env, robot = self.raw, self.raw.robots[0]
         model, data = env.sim.model._model, env.sim.data._data
-        mujoco.mj_setState(model, data, snapshot.physics, mujoco.mjtState.mjSTATE_INTEGRATION)
-        mujoco.mj_forward(model, data)
+        if snapshot.data is not None:
+            mujoco.mj_copyData(data, model, snapshot.data)  # into the same buffers: the per-step views stay valid
+        else:
+            mujoco.mj_setState(model, data, snapshot.physics, mujoco.mjtState.mjSTATE_INTEGRATION)
+            mujoco.mj_forward(model, data)
         robot.gripper.current_action = snapshot.gripper_action.copy()
         robot.controller.goal_ori = snapshot.goal_ori.copy()
         robot.controller.goal_pos = snapshot.goal_pos.copy()

@@ -130,7 +130,7 @@ class KinematicRobot(RobotBackend):
     def idle(self) -> None:
         self.commands.append(None)
 
-    def snapshot(self) -> tuple[_State, Observation]:
+    def snapshot(self, derived: bool = False) -> tuple[_State, Observation]:  # it derives nothing: always exact
         return copy.deepcopy(self._state), self.observe()
 
     def restore(self, snapshot: tuple[_State, Observation]) -> Observation:

@@ -76,6 +76,26 @@ def test_snapshot_restore_is_bit_identical(object_backend):
     np.testing.assert_array_equal(_states(object_backend, still), first)
 
 
+def _reads(backend) -> tuple:
+    pose, contacts = backend.eef_pose(), backend.contacts()
+    return (*pose.pos, *pose.rot.ravel(), contacts.force, *sorted(contacts.touching), backend.success())
+
+
+def test_a_derived_snapshot_comes_back_reading_what_it_read(object_backend):
+    """Positions and contacts read after a step were computed before it integrated; a plain restore
+    recomputes them (the future is the same, the reads right after it are not), one with ``derived``
+    puts them back: the counterfactual's play-out must leave its episode exactly as it was."""
+    object_backend.reset(0, seed=7)
+    _states(object_backend, np.tile([0, 0, -1.0, 0, 0, 0, 1.0], (25, 1)))  # down onto the table: contacts
+    present, plain, derived = _reads(object_backend), object_backend.snapshot(), object_backend.snapshot(derived=True)
+    _states(object_backend, RNG_ACTIONS[:15])
+    object_backend.restore(plain)
+    assert _reads(object_backend) != present
+    _states(object_backend, RNG_ACTIONS[:15])
+    object_backend.restore(derived)
+    assert _reads(object_backend) == present
+
+
 def test_seeded_reset_is_deterministic_across_resets(object_backend):
     object_backend.reset(1, seed=7)
     first = _states(object_backend, RNG_ACTIONS[:30])

@@ -95,13 +95,13 @@ def test_env_passes_the_gymnasium_checker_and_pays_the_source_rewards():
         env.close()
 
 
-def _play(env: SelectorEnv, seed: int, retry_at: int | None) -> tuple[list, list, dict]:
-    """One episode asking EXECUTE at every decision but a RETRY at decision ``retry_at``: its
+def _play(env: SelectorEnv, seed: int, retry_at: tuple[int, ...] = ()) -> tuple[list, list, dict]:
+    """One episode asking EXECUTE at every decision but a RETRY at the decisions ``retry_at``: its
     observations, rewards and last info."""
     observations, rewards = [env.reset(seed=seed)[0]], []
     done, decision = False, 0
     while not done:
-        action = LEARNED_MODES.index(Mode.RETRY if decision == retry_at else Mode.EXECUTE)
+        action = LEARNED_MODES.index(Mode.RETRY if decision in retry_at else Mode.EXECUTE)
         obs, reward, done, _, info = env.step(action)
         observations.append(obs)
         rewards.append(reward)
@@ -109,34 +109,63 @@ def _play(env: SelectorEnv, seed: int, retry_at: int | None) -> tuple[list, list
     return observations, rewards, info
 
 
+def _outcome(success: bool) -> float:
+    return 1.0 if success else -1.0
+
+
+BURST = replace(ENV, disturbed_share=1.0, max_steps=None)
+
+
 def test_the_counterfactual_reward_plays_the_base_policy_alone_and_then_undoes_it():
     """Under the burst, episodes asking for one RETRY run step for step as without the
     counterfactual (the branch is undone: simulator, disturbance clock, broker); the branch's outcome
     is the one the same episode reaches asking for nothing; the end reward is the difference of the
     two outcomes' rewards. Seed 7's RETRY wins an episode the base policy loses alone."""
-    plain = replace(ENV, disturbed_share=1.0, max_steps=None)
-    counterfactual = replace(plain, reward=RewardConfig(counterfactual=True))
-    env = SelectorEnv(plain)
+    counterfactual = replace(BURST, reward=RewardConfig(counterfactual="episode"))
+    env = SelectorEnv(BURST)
     try:
         outcomes = []
         for seed, retry_at in ((1, 4), (7, 10)):
-            observations, rewards, info = _play(env, seed, retry_at)
+            observations, rewards, info = _play(env, seed, (retry_at,))
             env.config = counterfactual
-            cf_observations, cf_rewards, cf_info = _play(env, seed, retry_at)
-            env.config = plain
-            alone = _play(env, seed, retry_at=None)[2]
+            cf_observations, cf_rewards, cf_info = _play(env, seed, (retry_at,))
+            env.config = BURST
+            alone = _play(env, seed)[2]
             assert np.array_equal(np.array(observations), np.array(cf_observations))
             assert cf_rewards[:-1] == rewards[:-1] and info["left_alone"] is None and info["rollbacks"] >= 1
             assert {k: v for k, v in cf_info.items() if k != "left_alone"} == \
                 {k: v for k, v in info.items() if k != "left_alone"}
             assert cf_info["left_alone"] == alone["is_success"] and alone["rollbacks"] == 0
-            costs = rewards[-1] - (1.0 if info["is_success"] else -1.0)
-            difference = (1.0 if info["is_success"] else -1.0) - (1.0 if alone["is_success"] else -1.0)
-            assert cf_rewards[-1] == pytest.approx(costs + difference)
+            costs = rewards[-1] - _outcome(info["is_success"])
+            assert cf_rewards[-1] == pytest.approx(costs + _outcome(info["is_success"]) - _outcome(alone["is_success"]))
             outcomes.append((info["is_success"], alone["is_success"]))
     finally:
         env.close()
     assert (True, False) in outcomes, outcomes  # a non-zero difference was measured
+
+
+def test_each_recovery_is_paid_what_it_changed_and_the_payments_add_up_to_the_episodes():
+    """``counterfactual="intervention"``: a recovery is paid at once the outcome played alone after
+    it against the one played alone before it (which is the outcome of the episode with the earlier
+    recoveries only); the episode runs step for step as without the play-outs."""
+    seed, retries = 7, (2, 10)  # a RETRY before the burst, then the one that wins the episode
+    env = SelectorEnv(BURST)
+    try:
+        observations, rewards, info = _play(env, seed, retries)
+        first_only, alone = _play(env, seed, retries[:1])[2], _play(env, seed)[2]
+        env.config = replace(BURST, reward=RewardConfig(counterfactual="intervention"))
+        cf_observations, cf_rewards, cf_info = _play(env, seed, retries)
+    finally:
+        env.close()
+    assert np.array_equal(np.array(observations), np.array(cf_observations)) and info["rollbacks"] == 2
+    assert cf_info["left_alone"] == alone["is_success"]
+    paid = [cf - plain for cf, plain in zip(cf_rewards, rewards)]
+    changed = [_outcome(first_only["is_success"]) - _outcome(alone["is_success"]),
+               _outcome(info["is_success"]) - _outcome(first_only["is_success"])]
+    assert paid[:retries[0]] == [0.0] * retries[0] and paid[retries[0]] == pytest.approx(changed[0])
+    assert paid[retries[1]] == pytest.approx(changed[1]) and paid[-1] == pytest.approx(-_outcome(info["is_success"]))
+    assert sum(paid) == pytest.approx(changed[0] + changed[1] - _outcome(info["is_success"]))
+    assert (info["is_success"], alone["is_success"]) == (True, False) and changed[1] == 2.0, (info, first_only, alone)
 
 
 def test_disturbed_episodes_draw_from_the_curriculum():

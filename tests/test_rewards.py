@@ -26,7 +26,13 @@ from recovery.supervision.selectors import RuleConfig
 def test_the_end_reward_is_the_outcome_or_its_difference_to_the_base_policy_alone(success, left_alone, plain,
                                                                                   counterfactual):
     assert RewardConfig().outcome(success, left_alone) == plain
-    assert RewardConfig(counterfactual=True).outcome(success, left_alone) == counterfactual
+    for paid in ("episode", "intervention"):  # "intervention": left_alone is played from after the last recovery
+        assert RewardConfig(counterfactual=paid).outcome(success, left_alone) == counterfactual
+
+
+def test_an_unknown_counterfactual_is_refused():
+    with pytest.raises(ValueError, match="'episode', 'intervention'"):
+        RewardConfig(counterfactual="decision")
 
 
 def test_a_resumed_selector_must_be_advised_by_the_rule_it_was_trained_with():

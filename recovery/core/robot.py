@@ -134,8 +134,10 @@ class RobotBackend(ABC):
         """Let one control period pass commanding nothing (the loop holds on a transient input error)."""
         raise NotImplementedError(f"{type(self).__name__} cannot idle a period")
 
-    def snapshot(self) -> Any:
-        """Exact simulator state (simulation only)."""
+    def snapshot(self, derived: bool = False) -> Any:
+        """Exact simulator state (simulation only); ``derived``: also what the simulator last
+        computed from it (positions, contacts), for a branch that must come back to the present
+        reading exactly what it read (a restore otherwise recomputes them)."""
         raise NotImplementedError(f"{type(self).__name__} cannot snapshot its state")
 
     def restore(self, snapshot: Any) -> Observation:

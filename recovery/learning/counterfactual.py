@@ -9,6 +9,13 @@ Played from the first decision that asks for a recovery: before it nothing has i
 outcome played alone from there is a draw of the base policy's outcome from the episode's start,
 whatever decided when to ask (a stopping time). Its expectation does not depend on the selector:
 subtracting it changes the reward's variance, not what maximises it.
+
+Per intervention (``RewardConfig.counterfactual == "intervention"``): one play-out before the first
+recovery and one after each. A recovery is paid the difference of the outcomes played alone after
+and before it; the simulation is deterministic, so the outcome played after one recovery is the one
+played before the next (the episode only executes in between), and the payments add up to the
+episode's total above. What changes is who is paid: a RETRY before the burst, followed by the one
+after it that wins the episode, no longer takes that win's credit.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ def outcome_left_alone(backend: DisturbedBackend, broker: ChunkBroker, steps: in
     completes the task. The simulator, the disturbance's clock, the broker's in-flight chunk and its
     count of inferences are put back as they were; the policy must keep no other state between
     inferences (the embedded policy keeps none)."""
-    snapshot, clock, pending, inferences = backend.snapshot(), backend.clock(), broker.pending(), broker.inferences
+    snapshot, clock, pending, inferences = backend.snapshot(derived=True), backend.clock(), broker.pending(), broker.inferences
     branch = EpisodeLoop(backend, broker, LoopConfig(max_steps=max_steps, wait_steps=0))
     branch.steps = steps
     try:

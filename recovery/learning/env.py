@@ -34,12 +34,18 @@ from vla_wrappers.registry import make_policy
 LAYOUT_SEEDS = (10_000, 2**31 - 1)  # sampled layouts; demos use 1000+, critic rollouts 2000+
 
 
+COUNTERFACTUALS = ("episode", "intervention")
+
+
 @dataclass(frozen=True)
 class RewardConfig:
     """The source's values: +1 success, -1 failure, -0.02 per decision, a price per recovery mode.
-    ``counterfactual``: the outcome's reward minus that of the base policy's own outcome, played out
-    in simulation from the first decision that asked for a recovery (``counterfactual.py``); an
-    episode that asked for none scores its costs only."""
+    ``counterfactual`` (``counterfactual.py``): None pays the outcome; "episode" pays the outcome's
+    reward minus that of the base policy's own outcome, played out in simulation from the first
+    decision that asked for a recovery (an episode that asked for none scores its costs only);
+    "intervention" pays the same total, but each recovery at once for what it changed: the reward of
+    the outcome played alone from after it minus that of the outcome played alone from before it (the
+    sum telescopes), one more play-out per recovery."""
 
     success: float = 1.0
     failure: float = -1.0
@@ -47,14 +53,22 @@ class RewardConfig:
     retry: float = -0.1
     repair: float = -0.3
     reset: float = -0.5
-    counterfactual: bool = False
+    counterfactual: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.counterfactual not in (None, *COUNTERFACTUALS):
+            raise ValueError(f"counterfactual must be one of {COUNTERFACTUALS} or None, got {self.counterfactual!r}")
+
+    def value(self, success: bool) -> float:
+        return self.success if success else self.failure
 
     def outcome(self, success: bool, left_alone: bool | None) -> float:
-        """The episode's end reward; ``left_alone``: the counterfactual outcome, None where none was played."""
-        value = self.success if success else self.failure
+        """The episode's end reward; ``left_alone``: the outcome the base policy reaches alone from
+        before the latest recovery measured ("intervention": from after it), None where none was played."""
+        value = self.value(success)
         if not self.counterfactual:
             return value
-        return value - (value if left_alone is None else self.success if left_alone else self.failure)
+        return value - (value if left_alone is None else self.value(left_alone))
 
     def cost(self, mode: Mode) -> float:
         return {Mode.RETRY: self.retry, Mode.REPAIR: self.repair, Mode.RESET: self.reset}.get(mode, 0.0)
@@ -130,25 +144,29 @@ class SelectorEnv(gym.Env):
                                  LoopConfig(max_steps=self.config.max_steps or task.max_steps))
         self._loop.start(self._backend.instruction)
         self._episode = {"task": task.index, "disturbed": disturbed, "disturbance": disturbance.name}
-        self._left_alone: bool | None = None  # the counterfactual outcome, once played
+        self._left_alone: bool | None = None  # the base policy's outcome alone from before the first recovery
+        self._alone: bool | None = None  # ... from after the latest recovery ("intervention"; else the same)
         self._run_to_decision()
         return self._observation(), dict(self._episode)
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict]:
-        asked = LEARNED_MODES[int(action)]
-        if self.config.reward.counterfactual and asked is not Mode.EXECUTE and self._left_alone is None:
-            self._left_alone = outcome_left_alone(self._backend, self._broker, self._loop.steps,
-                                                  self._loop.config.max_steps)
+        asked, rewards = LEARNED_MODES[int(action)], self.config.reward
+        if rewards.counterfactual and asked is not Mode.EXECUTE and self._left_alone is None:
+            self._left_alone = self._alone = self._outcome_left_alone()
         self._selector.mode = asked
         self._loop.step()  # the supervisor decides (admitting the mode or not) and acts on it
         mode = self._supervisor.applied_mode
         self._run_to_decision()
-        reward = self.config.reward.per_decision + self.config.reward.cost(mode)
+        reward = rewards.per_decision + rewards.cost(mode)
+        if rewards.counterfactual == "intervention" and mode is not Mode.EXECUTE and self._alone is not None:
+            after = self._loop.success if self._loop.over else self._outcome_left_alone()
+            reward += rewards.value(after) - rewards.value(self._alone)
+            self._alone = after
         done = self._loop.over
         info = {"mode": mode.name}
         if done:
             success = self._loop.success
-            reward += self.config.reward.outcome(success, self._left_alone)
+            reward += rewards.outcome(success, self._alone)
             info.update(self._episode, is_success=success, left_alone=self._left_alone, steps=self._loop.steps,
                         **self._supervisor.summary())
         return self._observation(), float(reward), done, False, info
@@ -185,6 +203,9 @@ class SelectorEnv(gym.Env):
                 self._context = context
                 return
             self._loop.step()
+
+    def _outcome_left_alone(self) -> bool:
+        return outcome_left_alone(self._backend, self._broker, self._loop.steps, self._loop.config.max_steps)
 
     def _observation(self) -> np.ndarray:
         layout = self.config.observation
