@@ -635,7 +635,7 @@ def _train_selector_options(ts: argparse.ArgumentParser) -> None:
                     "recovery, the rest of the episode is also played out in simulation with no recovery, and the "
                     "episode scores the difference of the two outcomes (0 where the recovery changed nothing); the "
                     "same optimum with far less variance, for about one more rollout an intervened episode. "
-                    "'intervention': besides, a play-out after each recovery, which is paid at once the difference "
+                    "'intervention': also a play-out after each recovery, which is paid at once the difference "
                     "of the outcomes played alone after and before it (the same total, each recovery's own credit); "
                     "default without a value: %(const)s")
     ts.add_argument("--checkpoint-every", type=int, default=TrainSelectorConfig.checkpoint_every,

@@ -30,7 +30,8 @@ def outcome_left_alone(backend: DisturbedBackend, broker: ChunkBroker, steps: in
     completes the task. The simulator, the disturbance's clock, the broker's in-flight chunk and its
     count of inferences are put back as they were; the policy must keep no other state between
     inferences (the embedded policy keeps none)."""
-    snapshot, clock, pending, inferences = backend.snapshot(derived=True), backend.clock(), broker.pending(), broker.inferences
+    snapshot, clock = backend.snapshot(derived=True), backend.clock()  # derived: come back reading what it read
+    pending, inferences = broker.pending(), broker.inferences
     branch = EpisodeLoop(backend, broker, LoopConfig(max_steps=max_steps, wait_steps=0))
     branch.steps = steps
     try:
