@@ -50,17 +50,25 @@ def differing(previous: dict, current: dict, ignore: tuple[str, ...] = ()) -> li
     return sorted(k for k in set(previous) | set(current) if k not in ignore and previous.get(k) != current.get(k))
 
 
-def prepare_run(out: Path, identity: dict) -> Path | None:
-    """Create or check the run directory; return the checkpoint to resume from, if any."""
+def with_defaults(saved: dict, defaults: dict) -> dict:
+    """``saved`` with the settings it lacks at their ``defaults``: a setting added to the package
+    after a run was started defaults to how the package behaved before it existed."""
+    merged = {**{key: value for key, value in defaults.items() if key not in saved}, **saved}
+    return {key: with_defaults(value, defaults[key]) if isinstance(value, dict) and isinstance(defaults.get(key), dict)
+            else value for key, value in merged.items()}
+
+
+def prepare_run(out: Path, identity: dict, defaults: dict | None = None) -> Path | None:
+    """Create or check the run directory; return the checkpoint to resume from, if any.
+    ``defaults``: the identity of a default run, for the settings an older run's file lacks."""
     out.mkdir(parents=True, exist_ok=True)
     saved = out / "config.json"
     if saved.exists():
-        previous = json.loads(saved.read_text())
+        previous = with_defaults(json.loads(saved.read_text()), defaults or {})
         if previous != identity:
             changed = differing(previous, identity)
             raise ResumeMismatchError(f"{out} holds a run with other settings ({', '.join(changed)} differ): "
                                       "use another --out, or the same settings to resume it")
-    else:
-        saved.write_text(json.dumps(identity, indent=2) + "\n")
+    saved.write_text(json.dumps(identity, indent=2) + "\n")  # an older run's file gains the settings added since
     checkpoint = out / "checkpoint.zip"
     return checkpoint if checkpoint.exists() else None

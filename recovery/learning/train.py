@@ -224,7 +224,7 @@ def train_selector(config: TrainSelectorConfig) -> Path:
         connect(config.ray_address, num_cpus=config.envs)  # an unreachable cluster fails before anything is written
     out = Path(config.out)
     identity = config.identity()
-    resume_from = prepare_run(out, identity)
+    resume_from = prepare_run(out, identity, TrainSelectorConfig().identity())
     layout = config.env.observation
     critic = critic_path(RecoveryOptions(critic=config.env.critic), config.env.suite)
     device = resolve_device(config.device)
