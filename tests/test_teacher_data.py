@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from recovery.learning.env import SelectorEnvConfig
+from recovery.learning.env import RewardConfig, SelectorEnvConfig
 from recovery.learning.train import PPOConfig, TrainSelectorConfig
 from recovery.learning.warm_start import TeacherDataError, TeacherDecisions, WarmStartConfig, load_collections
 from recovery.supervision.observation import ObservationLayout
@@ -53,6 +53,18 @@ def test_a_run_whose_decisions_mean_something_else_is_refused(tmp_path, change, 
     other = _run(tmp_path / "other", change(CONFIG), episodes=1, seed=1)
     with pytest.raises(TeacherDataError, match=rf"other settings \([^)]*{named}"):
         load_collections((good, other), CONFIG.identity())
+
+
+def test_a_run_started_before_a_setting_existed_joins_if_it_is_at_its_default(tmp_path):
+    """``reward.counterfactual`` came after the collections the shipped selectors were cloned from."""
+    older = _run(tmp_path / "older", CONFIG, episodes=1, seed=0)
+    settings = json.loads((Path(older) / "config.json").read_text())
+    del settings["env"]["reward"]["counterfactual"]
+    (Path(older) / "config.json").write_text(json.dumps(settings))
+    assert len(load_collections((older,), CONFIG.identity(), TrainSelectorConfig().identity()).successes) == 1
+    paid_otherwise = replace(CONFIG, env=replace(CONFIG.env, reward=RewardConfig(counterfactual="episode")))
+    with pytest.raises(TeacherDataError, match=r"other settings \(reward differ\)"):
+        load_collections((older,), paid_otherwise.identity(), TrainSelectorConfig().identity())
 
 
 def test_a_directory_without_collected_decisions_is_named(tmp_path):

@@ -58,13 +58,18 @@ def with_defaults(saved: dict, defaults: dict) -> dict:
             else value for key, value in merged.items()}
 
 
+def saved_settings(path: Path, defaults: dict | None) -> dict:
+    """A run's ``config.json``; ``defaults``: the identity of a default run, for the settings an
+    older run's file lacks."""
+    return with_defaults(json.loads(path.read_text()), defaults or {})
+
+
 def prepare_run(out: Path, identity: dict, defaults: dict | None = None) -> Path | None:
-    """Create or check the run directory; return the checkpoint to resume from, if any.
-    ``defaults``: the identity of a default run, for the settings an older run's file lacks."""
+    """Create or check the run directory; return the checkpoint to resume from, if any."""
     out.mkdir(parents=True, exist_ok=True)
     saved = out / "config.json"
     if saved.exists():
-        previous = with_defaults(json.loads(saved.read_text()), defaults or {})
+        previous = saved_settings(saved, defaults)
         if previous != identity:
             changed = differing(previous, identity)
             raise ResumeMismatchError(f"{out} holds a run with other settings ({', '.join(changed)} differ): "

@@ -223,8 +223,8 @@ def train_selector(config: TrainSelectorConfig) -> Path:
     if config.ray_address:
         connect(config.ray_address, num_cpus=config.envs)  # an unreachable cluster fails before anything is written
     out = Path(config.out)
-    identity = config.identity()
-    resume_from = prepare_run(out, identity, TrainSelectorConfig().identity())
+    identity, defaults = config.identity(), TrainSelectorConfig().identity()
+    resume_from = prepare_run(out, identity, defaults)
     layout = config.env.observation
     critic = critic_path(RecoveryOptions(critic=config.env.critic), config.env.suite)
     device = resolve_device(config.device)
@@ -242,7 +242,7 @@ def train_selector(config: TrainSelectorConfig) -> Path:
                         policy_kwargs={"net_arch": list(config.ppo.net_arch)}, tensorboard_log=str(out / "tb"))
             model.selector_meta = selector_meta(layout, critic, config.env.rule)  # saved with every checkpoint
             if config.warm_start.decisions or config.warm_start.teacher_data:
-                warm_start(model, venv, config.warm_start, out, config.seed, identity)
+                warm_start(model, venv, config.warm_start, out, config.seed, identity, defaults)
         callbacks = [ValueWarmup(config.value_warmup)] if config.value_warmup else []
         if config.eval_every:
             eval_env = DummyVecEnv([functools.partial(make_env, config.env)])

@@ -26,7 +26,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from recovery.core.errors import RecoveryError
 from recovery.core.files import written_atomically
-from recovery.learning.run_dir import differing
+from recovery.learning.run_dir import differing, saved_settings
 from recovery.supervision.observation import LEARNED_MODES
 
 
@@ -120,16 +120,17 @@ def join(parts: list[TeacherDecisions]) -> TeacherDecisions:
         successes=np.concatenate([part.successes for part in parts]))
 
 
-def load_collections(run_dirs: tuple[str, ...], identity: dict) -> TeacherDecisions:
+def load_collections(run_dirs: tuple[str, ...], identity: dict, defaults: dict | None = None) -> TeacherDecisions:
     """Join the ``warm_start.npz`` of earlier ``train-selector`` runs, refusing one whose observation,
-    teacher or returns differ from this run's ``identity`` (``TrainSelectorConfig.identity``)."""
+    teacher or returns differ from this run's ``identity`` (``TrainSelectorConfig.identity``);
+    ``defaults``: a default run's identity, for the settings an older run's file lacks."""
     parts = []
     for run in map(Path, run_dirs):
         data, saved = run / "warm_start.npz", run / "config.json"
         if not (data.exists() and saved.exists()):
             raise TeacherDataError(f"{run} holds no collected teacher decisions (warm_start.npz and config.json of a "
                                    "train-selector run with --warm-start)")
-        source = json.loads(saved.read_text())
+        source = saved_settings(saved, defaults)
         differ = differing(source["env"], identity["env"], ignore=JOINABLE_ENV_SETTINGS)
         differ += [key for section, key in (("warm_start", "teacher"), ("ppo", "gamma"))
                    if source[section][key] != identity[section][key]]
@@ -188,14 +189,15 @@ def agreement(policy, obs, actions) -> dict:
             "false_interventions": int(((predicted != 0) & ~intervened).sum())}
 
 
-def warm_start(model, venv: VecEnv, config: WarmStartConfig, out: Path, seed: int, identity: dict) -> dict:
+def warm_start(model, venv: VecEnv, config: WarmStartConfig, out: Path, seed: int, identity: dict,
+               defaults: dict | None = None) -> dict:
     """Collect (or join ``config.teacher_data``, or reuse ``out/warm_start.npz`` of an interrupted run),
     clone, write the report."""
     cached = out / "warm_start.npz"
     if cached.exists():
         data = TeacherDecisions.load(cached)
     else:
-        data = (load_collections(config.teacher_data, identity) if config.teacher_data
+        data = (load_collections(config.teacher_data, identity, defaults) if config.teacher_data
                 else collect(venv, config.teacher, config.decisions, model.gamma))
         data.save(cached)
     report = {"teacher": config.teacher, "joined_from": list(config.teacher_data),
