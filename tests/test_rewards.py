@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from recovery.learning.env import RewardConfig
-from recovery.learning.train import check_advisor
 from recovery.supervision.observation import ObservationLayout
-from recovery.supervision.ppo import SelectorCheckpointError, selector_meta
+from recovery.supervision.ppo import SelectorCheckpointError, check_advisor, selector_meta
 from recovery.supervision.selectors import RuleConfig
 
 

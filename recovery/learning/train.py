@@ -36,8 +36,7 @@ from recovery.ray_cluster import connect
 from recovery.supervision.build import critic_path
 from recovery.supervision.config import RecoveryOptions
 from recovery.supervision.observation import LEARNED_MODES, ObservationLayout
-from recovery.supervision.ppo import SelectorCheckpointError, advising_rule, check_meta, selector_meta
-from recovery.supervision.selectors import RuleConfig
+from recovery.supervision.ppo import check_advisor, check_meta, selector_meta
 from vla_wrappers.base import resolve_device
 
 
@@ -202,17 +201,6 @@ class ValueWarmup(BaseCallback):
 
     def _on_step(self) -> bool:
         return True
-
-
-def check_advisor(meta: dict, layout: ObservationLayout, path: Path, rule: RuleConfig | None) -> None:
-    """A resumed selector must go on reading the advice it was trained on (a rule switch added since
-    a checkpoint was written is off for it, ``ppo.RULE_SWITCHES_ADDED``)."""
-    trained = advising_rule(meta, layout)
-    if trained is not None and trained != rule:
-        differing = {key: value for key, value in asdict(trained).items() if getattr(rule, key, None) != value}
-        raise SelectorCheckpointError(
-            f"{path} reads the advice of a rule with other thresholds than this run's ({differing}): pass them with "
-            f"--rule-config FILE, a JSON file {{\"rule\": ...}} holding {json.dumps(asdict(trained))}")
 
 
 def train_selector(config: TrainSelectorConfig) -> Path:

@@ -11,6 +11,7 @@ swapped critic silently changes what the selector sees.
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
@@ -75,6 +76,17 @@ def check_meta(meta: dict | None, layout: ObservationLayout, path: Path, critic:
                 f"{path} was written for observation {key} {meta.get(key)} (package "
                 f"{meta.get('package_version')}); this version (package {expected['package_version']}) reads "
                 f"{expected[key]}: retrain it with `recovery train-selector`")
+
+
+def check_advisor(meta: dict, layout: ObservationLayout, path: Path, rule: RuleConfig | None) -> None:
+    """A resumed selector must go on reading the advice it was trained on (a rule switch added since
+    a checkpoint was written is off for it, ``ppo.RULE_SWITCHES_ADDED``)."""
+    trained = advising_rule(meta, layout)
+    if trained is not None and trained != rule:
+        differing = {key: value for key, value in asdict(trained).items() if getattr(rule, key, None) != value}
+        raise SelectorCheckpointError(
+            f"{path} reads the advice of a rule with other thresholds than this run's ({differing}): pass them with "
+            f"--rule-config FILE, a JSON file {{\"rule\": ...}} holding {json.dumps(asdict(trained))}")
 
 
 def trained_layout(meta: dict | None) -> ObservationLayout:
