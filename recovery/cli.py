@@ -322,7 +322,8 @@ def _cmd_train_selector(args: argparse.Namespace) -> int:
                             reward=RewardConfig(**dict(zip(("retry", "repair", "reset"), args.mode_costs)),
                                                 counterfactual=args.counterfactual))
     config = TrainSelectorConfig(
-        env=env, ppo=PPOConfig(n_steps=args.n_steps, ent_coef=args.ent_coef, target_kl=args.target_kl),
+        env=env, ppo=PPOConfig(n_steps=args.n_steps, ent_coef=args.ent_coef, target_kl=args.target_kl,
+                               gamma=args.gamma),
         warm_start=WarmStartConfig(teacher=args.teacher, decisions=args.warm_start,
                                    teacher_data=tuple(args.teacher_data)),
         decisions=args.decisions, value_warmup=args.value_warmup, envs=args.envs, seed=args.seed,
@@ -610,6 +611,10 @@ def _train_selector_options(ts: argparse.ArgumentParser) -> None:
     ts.add_argument("--ent-coef", type=float, default=PPOConfig.ent_coef,
                     help="PPO's entropy bonus (default %(default)s, the source's; it pushes a selector that rarely "
                     "intervenes towards intervening more)")
+    ts.add_argument("--gamma", type=float, default=PPOConfig.gamma,
+                    help="PPO's discount per decision (default %(default)s, the source's). 0 judges each decision by "
+                    "its own reward alone: with --counterfactual intervention that is what the recovery changed "
+                    "against leaving the base policy alone from there, so the value head has only that to learn")
     ts.add_argument("--target-kl", type=float, default=PPOConfig.target_kl,
                     help="end an update's epochs early once the policy has moved this far from the one that collected "
                     "its rollouts (approximate KL; default: no limit, the source's)")

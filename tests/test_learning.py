@@ -315,11 +315,13 @@ def test_interrupted_training_resumes_from_its_checkpoint(tmp_path):
     shutil.copy(out / "selector.zip", started / "checkpoint.zip")
     options = {"--out": str(started), "--n-steps": "16", "--decisions": str(final + 32)}
     other = [options.get(previous, arg) for previous, arg in zip([None, *command], command)] + ["--ent-coef", "0",
-                                                                                          "--target-kl", "0.02"]
+                                                                                          "--target-kl", "0.02",
+                                                                                          "--gamma", "0"]
     done = subprocess.run(other, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     model = PPO.load(started / "selector.zip")
-    assert (model.ent_coef, model.target_kl, model.n_steps, model.rollout_buffer.buffer_size) == (0.0, 0.02, 16, 16)
+    assert (model.ent_coef, model.target_kl, model.gamma, model.n_steps, model.rollout_buffer.buffer_size) == (
+        0.0, 0.02, 0.0, 16, 16)
     assert model.num_timesteps >= final + 32 and any((started / "tb").rglob("events.out.tfevents.*"))
 
 
