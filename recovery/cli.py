@@ -312,6 +312,9 @@ def _cmd_train_selector(args: argparse.Namespace) -> int:
     from recovery.learning.warm_start import WarmStartConfig
     from recovery.supervision.build import load_rule_config
 
+    if args.value_warmup_lr is not None and not args.value_warmup:
+        raise RecoveryError("--value-warmup-lr is the rate of the --value-warmup updates: name how many decisions "
+                            "they last (--value-warmup DECISIONS)")
     env = SelectorEnvConfig(suite=args.suite, tasks=tuple(args.tasks), policy=args.policy,
                             policy_options=args.policy_opt, disturbances=tuple(args.disturbance),
                             disturbed_share=args.disturbed_share, rollback=args.rollback, references=args.references,
@@ -326,7 +329,7 @@ def _cmd_train_selector(args: argparse.Namespace) -> int:
                                gamma=args.gamma),
         warm_start=WarmStartConfig(teacher=args.teacher, decisions=args.warm_start,
                                    teacher_data=tuple(args.teacher_data)),
-        decisions=args.decisions, value_warmup=args.value_warmup, envs=args.envs, seed=args.seed,
+        decisions=args.decisions, value_warmup=args.value_warmup, value_warmup_lr=args.value_warmup_lr, envs=args.envs, seed=args.seed,
         out=args.out or Path("selectors") / args.suite, checkpoint_every=args.checkpoint_every,
         eval_every=args.eval_every, eval_episodes=args.eval_episodes, device=args.device, ray_address=args.ray,
         progress=not args.no_progress,
@@ -623,6 +626,9 @@ def _train_selector_options(ts: argparse.ArgumentParser) -> None:
                     "decisions (counting those of a checkpoint it starts from; the shipped selectors have made 0): "
                     "for a run that starts from a clone or changes the reward, whose value head has not learned the "
                     "return yet (default %(default)s)")
+    ts.add_argument("--value-warmup-lr", type=float, metavar="LR",
+                    help="learning rate of the --value-warmup updates (default: PPO's, 1e-4, which moves a value head "
+                    "fitted to another return too slowly to catch up; e.g. 1e-3)")
     ts.add_argument("--max-steps", type=int, help="override the suite's step budget per episode")
     ts.add_argument("--disturbed-share", type=float, default=SelectorEnvConfig.disturbed_share,
                     help="share of disturbed episodes (default %(default)s)")

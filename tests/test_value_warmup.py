@@ -30,3 +30,13 @@ def test_the_warmup_updates_fit_the_value_head_and_leave_the_actor_alone():
     assert not _moved(actor, warmed_actor) and _moved(critic, warmed_critic)
     model.learn(64, callback=ValueWarmup(decisions=128), reset_num_timesteps=False)  # a resumed run: past it
     assert _moved(warmed_actor, _actor_and_critic(model)[0])
+
+
+def test_the_warmup_updates_run_at_their_own_learning_rate_and_then_at_ppos():
+    model = PPO("MlpPolicy", gym.make("CartPole-v1"), n_steps=64, batch_size=32, n_epochs=1, learning_rate=1e-4,
+                seed=0, device="cpu")
+    warmup = ValueWarmup(decisions=64, learning_rate=1e-2)
+    model.learn(64, callback=warmup)
+    assert model.policy.optimizer.param_groups[0]["lr"] == 1e-2
+    model.learn(64, callback=warmup, reset_num_timesteps=False)
+    assert model.policy.optimizer.param_groups[0]["lr"] == 1e-4

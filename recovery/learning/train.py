@@ -24,6 +24,7 @@ import numpy as np
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, EvalCallback
 from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.utils import FloatSchedule
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
 from recovery.core.interrupts import stop_on_interrupt
@@ -70,6 +71,7 @@ class TrainSelectorConfig:
     warm_start: WarmStartConfig = field(default_factory=WarmStartConfig)
     decisions: int = 20_000  # total high-level decisions (PPO timesteps) over all environments
     value_warmup: int = 0  # decisions (the model's, a starting checkpoint's included) whose updates fit only V
+    value_warmup_lr: float | None = None  # the learning rate of those updates (None: PPO's)
     envs: int = 2  # parallel environments (processes, or Ray actors with ray_address)
     seed: int = 0
     out: Path = Path("selectors/libero_object")
@@ -187,17 +189,20 @@ class ValueWarmup(BaseCallback):
     """Freezes the actor in the updates until the model has made ``decisions`` decisions (its
     ``num_timesteps``, which a resumed checkpoint carries): a value head fitted to another reward (a
     clone's, or before ``--counterfactual``) first learns the new return, so that the advantages that then
-    move the policy are not that return's raw noise."""
+    move the policy are not that return's raw noise. ``learning_rate``: those updates' own (PPO's small
+    one moves a value head too slowly to catch up with a changed return)."""
 
-    def __init__(self, decisions: int):
+    def __init__(self, decisions: int, learning_rate: float | None = None):
         super().__init__()
-        self.decisions = decisions
+        self.decisions, self.learning_rate = decisions, learning_rate
 
     def _on_rollout_end(self) -> None:  # the update of this rollout follows
         frozen = self.num_timesteps <= self.decisions
         policy = self.model.policy
         for actor in (policy.mlp_extractor.policy_net, policy.action_net):
             actor.requires_grad_(not frozen)  # Adam leaves a parameter without a gradient as it is
+        if self.learning_rate is not None:  # PPO's train() sets the optimizer's rate from this schedule
+            self.model.lr_schedule = FloatSchedule(self.learning_rate if frozen else self.model.learning_rate)
 
     def _on_step(self) -> bool:
         return True
@@ -231,7 +236,7 @@ def train_selector(config: TrainSelectorConfig) -> Path:
             model.selector_meta = selector_meta(layout, critic, config.env.rule)  # saved with every checkpoint
             if config.warm_start.decisions or config.warm_start.teacher_data:
                 warm_start(model, venv, config.warm_start, out, config.seed, identity, defaults)
-        callbacks = [ValueWarmup(config.value_warmup)] if config.value_warmup else []
+        callbacks = [ValueWarmup(config.value_warmup, config.value_warmup_lr)] if config.value_warmup else []
         if config.eval_every:
             eval_env = DummyVecEnv([functools.partial(make_env, config.env)])
             eval_env.seed(config.seed + 1_000_003)
