@@ -312,9 +312,6 @@ def _cmd_train_selector(args: argparse.Namespace) -> int:
     from recovery.learning.warm_start import WarmStartConfig
     from recovery.supervision.build import load_rule_config
 
-    if args.value_warmup_lr is not None and not args.value_warmup:
-        raise RecoveryError("--value-warmup-lr is the rate of the --value-warmup updates: name how many decisions "
-                            "they last (--value-warmup DECISIONS)")
     env = SelectorEnvConfig(suite=args.suite, tasks=tuple(args.tasks), policy=args.policy,
                             policy_options=args.policy_opt, disturbances=tuple(args.disturbance),
                             disturbed_share=args.disturbed_share, rollback=args.rollback, references=args.references,

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import gymnasium as gym
+import pytest
 import torch
 from stable_baselines3 import PPO
 
-from recovery.learning.train import ValueWarmup
+from recovery.learning.train import TrainSelectorConfig, TrainSettingsError, ValueWarmup
 
 
 def _actor_and_critic(model: PPO) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
@@ -40,3 +41,9 @@ def test_the_warmup_updates_run_at_their_own_learning_rate_and_then_at_ppos():
     assert model.policy.optimizer.param_groups[0]["lr"] == 1e-2
     model.learn(64, callback=warmup, reset_num_timesteps=False)
     assert model.policy.optimizer.param_groups[0]["lr"] == 1e-4
+
+
+def test_a_warmup_rate_without_a_warmup_is_refused():
+    with pytest.raises(TrainSettingsError, match="--value-warmup DECISIONS"):
+        TrainSelectorConfig(value_warmup_lr=1e-3)
+    assert TrainSelectorConfig(value_warmup=64, value_warmup_lr=1e-3).value_warmup_lr == 1e-3

@@ -27,6 +27,7 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.utils import FloatSchedule
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
 
+from recovery.core.errors import RecoveryError
 from recovery.core.interrupts import stop_on_interrupt
 from recovery.learning.curve import plot_learning_curve
 from recovery.learning.env import SelectorEnv, SelectorEnvConfig
@@ -64,6 +65,10 @@ class PPOConfig:
         return {key: value for key, value in asdict(self).items() if key != "net_arch"}
 
 
+class TrainSettingsError(RecoveryError, ValueError):
+    """Settings that contradict one another."""
+
+
 @dataclass(frozen=True)
 class TrainSelectorConfig:
     env: SelectorEnvConfig = field(default_factory=SelectorEnvConfig)
@@ -81,6 +86,11 @@ class TrainSelectorConfig:
     device: str = "auto"
     ray_address: str | None = None
     progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.value_warmup_lr is not None and not self.value_warmup:
+            raise TrainSettingsError("--value-warmup-lr is the rate of the --value-warmup updates: name how many "
+                                     "decisions they last (--value-warmup DECISIONS)")
 
     def identity(self) -> dict:
         """What must match for a rerun to resume the same run (the length may grow)."""
