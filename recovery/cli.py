@@ -327,6 +327,7 @@ def _cmd_train_selector(args: argparse.Namespace) -> int:
         warm_start=WarmStartConfig(teacher=args.teacher, decisions=args.warm_start,
                                    teacher_data=tuple(args.teacher_data)),
         decisions=args.decisions, value_warmup=args.value_warmup, value_warmup_lr=args.value_warmup_lr,
+        baseline=args.baseline,
         envs=args.envs, seed=args.seed,
         out=args.out or Path("selectors") / args.suite, checkpoint_every=args.checkpoint_every,
         eval_every=args.eval_every, eval_episodes=args.eval_episodes, device=args.device, ray_address=args.ray,
@@ -585,7 +586,7 @@ def _calibrate_rule_options(cr: argparse.ArgumentParser) -> None:
 
 def _train_selector_options(ts: argparse.ArgumentParser) -> None:
     from recovery.learning.env import COUNTERFACTUALS, RewardConfig, SelectorEnvConfig
-    from recovery.learning.train import PPOConfig, TrainSelectorConfig
+    from recovery.learning.train import BASELINES, PPOConfig, TrainSelectorConfig
     from recovery.learning.warm_start import TEACHERS, WarmStartConfig
 
     ts.add_argument("--suite", required=True)
@@ -627,6 +628,11 @@ def _train_selector_options(ts: argparse.ArgumentParser) -> None:
     ts.add_argument("--value-warmup-lr", type=float, metavar="LR",
                     help="learning rate of the --value-warmup updates (default: PPO's, 1e-4, which moves a value head "
                     "fitted to another return too slowly to catch up; e.g. 1e-3)")
+    ts.add_argument("--baseline", choices=BASELINES, default=TrainSelectorConfig.baseline,
+                    help="what PPO's advantages subtract: 'value', its value head (default), or 'none', each "
+                    "decision's own discounted return as it is (REINFORCE's; nor are they normalised per batch); with --gamma 0 and --counterfactual "
+                    "intervention a recovery is then judged by its cost and what it changed alone, not against a "
+                    "value head that cannot predict the rare payments")
     ts.add_argument("--max-steps", type=int, help="override the suite's step budget per episode")
     ts.add_argument("--disturbed-share", type=float, default=SelectorEnvConfig.disturbed_share,
                     help="share of disturbed episodes (default %(default)s)")

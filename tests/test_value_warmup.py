@@ -1,14 +1,16 @@
-"""``--value-warmup``: the first updates of a run move the value head and leave the actor as it was
-(real stable-baselines3 PPO on Gymnasium's CartPole, so that it runs in the fast tier)."""
+"""What the value head does for the advantages: ``--value-warmup`` (the first updates of a run move the
+value head and leave the actor as it was) and ``--baseline none`` (the advantages do without it). Real
+stable-baselines3 PPO on Gymnasium's CartPole, so that it runs in the fast tier."""
 
 from __future__ import annotations
 
 import gymnasium as gym
+import numpy as np
 import pytest
 import torch
 from stable_baselines3 import PPO
 
-from recovery.learning.train import TrainSelectorConfig, TrainSettingsError, ValueWarmup
+from recovery.learning.train import NoBaseline, TrainSelectorConfig, TrainSettingsError, ValueWarmup
 
 
 def _actor_and_critic(model: PPO) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
@@ -47,3 +49,27 @@ def test_a_warmup_rate_without_a_warmup_is_refused():
     with pytest.raises(TrainSettingsError, match="--value-warmup DECISIONS"):
         TrainSelectorConfig(value_warmup_lr=1e-3)
     assert TrainSelectorConfig(value_warmup=64, value_warmup_lr=1e-3).value_warmup_lr == 1e-3
+
+
+@pytest.mark.parametrize("gamma", [0.0, 0.9])
+def test_without_a_baseline_the_advantages_are_the_discounted_rewards(gamma):
+    model = PPO("MlpPolicy", gym.make("CartPole-v1"), n_steps=64, batch_size=32, n_epochs=1, gamma=gamma,
+                gae_lambda=0.95, seed=0, device="cpu")
+    model.learn(64, callback=NoBaseline())
+    buffer = model.rollout_buffer  # after the update: flattened, one environment
+    rewards, starts = buffer.rewards[:, 0], buffer.episode_starts[:, 0]
+    expected, ahead = np.zeros_like(rewards), 0.0
+    for step in reversed(range(len(rewards))):  # each step's return to its episode's end or the rollout's
+        ends_here = step + 1 == len(rewards) or starts[step + 1]
+        ahead = rewards[step] + (0.0 if ends_here else gamma * 0.95 * ahead)
+        expected[step] = ahead
+    np.testing.assert_allclose(buffer.advantages.ravel(), expected, rtol=1e-6)
+    np.testing.assert_allclose(buffer.returns.ravel(), expected, rtol=1e-6)
+    assert np.any(buffer.values != 0)  # the value head's predictions stay, for its explained variance
+
+
+def test_no_baseline_leaves_nothing_for_a_value_warmup_to_do():
+    with pytest.raises(TrainSettingsError, match="--baseline none"):
+        TrainSelectorConfig(baseline="none", value_warmup=64)
+    with pytest.raises(TrainSettingsError, match="baseline must be one of"):
+        TrainSelectorConfig(baseline="mean")

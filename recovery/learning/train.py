@@ -65,6 +65,9 @@ class PPOConfig:
         return {key: value for key, value in asdict(self).items() if key != "net_arch"}
 
 
+BASELINES = ("value", "none")
+
+
 class TrainSettingsError(RecoveryError, ValueError):
     """Settings that contradict one another."""
 
@@ -77,6 +80,7 @@ class TrainSelectorConfig:
     decisions: int = 20_000  # total high-level decisions (PPO timesteps) over all environments
     value_warmup: int = 0  # decisions (the model's, a starting checkpoint's included) whose updates fit only V
     value_warmup_lr: float | None = None  # the learning rate of those updates (None: PPO's)
+    baseline: str = "value"  # what the advantages subtract: "value" (PPO's value head) or "none" (see NoBaseline)
     envs: int = 2  # parallel environments (processes, or Ray actors with ray_address)
     seed: int = 0
     out: Path = Path("selectors/libero_object")
@@ -91,6 +95,11 @@ class TrainSelectorConfig:
         if self.value_warmup_lr is not None and not self.value_warmup:
             raise TrainSettingsError("--value-warmup-lr is the rate of the --value-warmup updates: name how many "
                                      "decisions they last (--value-warmup DECISIONS)")
+        if self.baseline not in BASELINES:
+            raise TrainSettingsError(f"baseline must be one of {BASELINES}, got {self.baseline!r}")
+        if self.baseline == "none" and self.value_warmup:
+            raise TrainSettingsError("--value-warmup fits the value head for the advantages, which --baseline none "
+                                     "does not use: drop one of them")
 
     def identity(self) -> dict:
         """What must match for a rerun to resume the same run (the length may grow)."""
@@ -218,6 +227,29 @@ class ValueWarmup(BaseCallback):
         return True
 
 
+class NoBaseline(BaseCallback):
+    """Advantages with nothing subtracted: each decision's own discounted (GAE-lambda) return, as in
+    REINFORCE; neither the value head nor the batch's mean (``train_selector`` turns PPO's normalisation
+    off). With gamma 0 and ``--counterfactual intervention`` a recovery's advantage is then its cost plus
+    what it changed (-0.12 for one that changed nothing, +1.88 for one that won the episode; normalised, the
+    two would weigh alike in a batch holding only one of them), an EXECUTE's the cost of a decision. For a
+    return made of rare +-2 payments that the observation hardly predicts: the value heads we trained for it
+    fitted it worse than a constant (explained variance below 0), so subtracting them only added noise. The
+    value head still learns that return (its explained variance is still logged); it no longer moves the actor."""
+
+    def _on_rollout_end(self) -> None:  # after PPO computed its advantages, before the update reads them
+        import torch
+
+        buffer = self.model.rollout_buffer
+        values = buffer.values.copy()
+        buffer.values[:] = 0.0
+        buffer.compute_returns_and_advantage(torch.zeros(buffer.n_envs), self.locals["dones"])
+        buffer.values = values  # returns = advantages: the return the value head is fitted to, unbootstrapped
+
+    def _on_step(self) -> bool:
+        return True
+
+
 def train_selector(config: TrainSelectorConfig) -> Path:
     """Train (or resume) and return the final selector's path."""
     import torch
@@ -246,7 +278,10 @@ def train_selector(config: TrainSelectorConfig) -> Path:
             model.selector_meta = selector_meta(layout, critic, config.env.rule)  # saved with every checkpoint
             if config.warm_start.decisions or config.warm_start.teacher_data:
                 warm_start(model, venv, config.warm_start, out, config.seed, identity, defaults)
+        model.normalize_advantage = config.baseline == "value"  # a checkpoint keeps the run's it came from
         callbacks = [ValueWarmup(config.value_warmup, config.value_warmup_lr)] if config.value_warmup else []
+        if config.baseline == "none":
+            callbacks.append(NoBaseline())
         if config.eval_every:
             eval_env = DummyVecEnv([functools.partial(make_env, config.env)])
             eval_env.seed(config.seed + 1_000_003)
