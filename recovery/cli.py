@@ -630,9 +630,9 @@ def _train_selector_options(ts: argparse.ArgumentParser) -> None:
                     "fitted to another return too slowly to catch up; e.g. 1e-3)")
     ts.add_argument("--baseline", choices=BASELINES, default=TrainSelectorConfig.baseline,
                     help="what PPO's advantages subtract: 'value', its value head (default), or 'none', each "
-                    "decision's own discounted return as it is (REINFORCE's; nor are they normalised per batch); with --gamma 0 and --counterfactual "
-                    "intervention a recovery is then judged by its cost and what it changed alone, not against a "
-                    "value head that cannot predict the rare payments")
+                    "decision's own discounted return as it is (REINFORCE's; nor are they normalised per batch); "
+                    "with --gamma 0 and --counterfactual intervention a recovery is then judged by its cost and what "
+                    "it changed alone, not against a value head that cannot predict the rare payments")
     ts.add_argument("--max-steps", type=int, help="override the suite's step budget per episode")
     ts.add_argument("--disturbed-share", type=float, default=SelectorEnvConfig.disturbed_share,
                     help="share of disturbed episodes (default %(default)s)")
