@@ -306,21 +306,28 @@ def _cmd_calibrate_rule(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_train_selector(args: argparse.Namespace) -> int:
+def _selector_env(args: argparse.Namespace, reward=None):
+    """The selector's environment (``recovery.learning.env``) as train-selector and improve-selector set it."""
     from recovery.learning.env import RewardConfig, SelectorEnvConfig
-    from recovery.learning.train import PPOConfig, TrainSelectorConfig, train_selector
-    from recovery.learning.warm_start import WarmStartConfig
     from recovery.supervision.build import load_rule_config
 
-    env = SelectorEnvConfig(suite=args.suite, tasks=tuple(args.tasks), policy=args.policy,
-                            policy_options=args.policy_opt, disturbances=tuple(args.disturbance),
-                            disturbed_share=args.disturbed_share, rollback=args.rollback, references=args.references,
-                            critic=args.critic, max_steps=args.max_steps,
-                            rule=load_rule_config(args.rule_config) if args.rule_config else None,
-                            supervisor=SupervisorConfig(max_rollbacks=args.max_rollbacks,
-                                                        target_score=args.rollback_target),
-                            reward=RewardConfig(**dict(zip(("retry", "repair", "reset"), args.mode_costs)),
-                                                counterfactual=args.counterfactual))
+    return SelectorEnvConfig(suite=args.suite, tasks=tuple(args.tasks), policy=args.policy,
+                             policy_options=args.policy_opt, disturbances=tuple(args.disturbance),
+                             disturbed_share=args.disturbed_share, rollback=args.rollback, references=args.references,
+                             critic=args.critic, max_steps=args.max_steps,
+                             rule=load_rule_config(args.rule_config) if args.rule_config else None,
+                             supervisor=SupervisorConfig(max_rollbacks=args.max_rollbacks,
+                                                         target_score=args.rollback_target),
+                             reward=reward or RewardConfig())
+
+
+def _cmd_train_selector(args: argparse.Namespace) -> int:
+    from recovery.learning.env import RewardConfig
+    from recovery.learning.train import PPOConfig, TrainSelectorConfig, train_selector
+    from recovery.learning.warm_start import WarmStartConfig
+
+    env = _selector_env(args, RewardConfig(**dict(zip(("retry", "repair", "reset"), args.mode_costs)),
+                                           counterfactual=args.counterfactual))
     config = TrainSelectorConfig(
         env=env, ppo=PPOConfig(n_steps=args.n_steps, ent_coef=args.ent_coef, target_kl=args.target_kl,
                                gamma=args.gamma),
@@ -584,6 +591,56 @@ def _calibrate_rule_options(cr: argparse.ArgumentParser) -> None:
     cr.add_argument("--no-progress", action="store_true")
 
 
+def _cmd_improve_selector(args: argparse.Namespace) -> int:
+    from recovery.pipelines.improve_selector import ImproveConfig, improve_selector
+
+    config = ImproveConfig(env=_selector_env(args), selector=args.selector_path, episodes=args.episodes,
+                           window=args.window, envs=args.envs, seed=args.seed, epochs=args.epochs,
+                           decisive_weight=args.decisive_weight, out=args.out or Path("selectors") / f"{args.suite}_improved",
+                           device=args.device)
+    try:
+        final = improve_selector(config)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {config.out / 'labels.npz'} holds the episodes labelled so far; run the same command "
+              "to go on", file=sys.stderr)
+        return 130
+    print((config.out / "report.json").read_text())
+    print(f"selector: {final}\nevaluate: recovery eval --suite {args.suite} --policy {args.policy} --selector ppo "
+          f"--selector-path {final} --disturbance action_noise")
+    return 0
+
+
+def _improve_selector_options(im: argparse.ArgumentParser) -> None:
+    from recovery.pipelines.improve_selector import ImproveConfig
+
+    defaults = ImproveConfig()
+    im.add_argument("--suite", required=True)
+    im.add_argument("--tasks", nargs="*", default=[], help="task indices or names (default: all)")
+    _add_policy_args(im, defaults.env.policy)
+    im.add_argument("--selector-path", type=Path, metavar="FILE",
+                    help="the selector to improve, from `recovery train-selector` (default: the suite's shipped one)")
+    im.add_argument("--rule-config", type=Path, metavar="FILE",
+                    help="the rule whose advice the selector's observation holds: the one it was trained with "
+                    "(default: the suite's shipped calibration)")
+    im.add_argument("--episodes", type=int, default=defaults.episodes,
+                    help="labelled episodes over all environments (default %(default)s; more on a rerun adds to them)")
+    im.add_argument("--window", type=int, default=defaults.window,
+                    help="label the decisions of the first WINDOW steps after the burst ended (default %(default)s)")
+    im.add_argument("--disturbed-share", type=float, default=defaults.env.disturbed_share,
+                    help="share of disturbed episodes; only they hold labels (default %(default)s)")
+    im.add_argument("--max-steps", type=int, help="override the suite's step budget per episode")
+    im.add_argument("--envs", type=int, default=defaults.envs, help="parallel environments (default %(default)s)")
+    im.add_argument("--epochs", type=int, default=defaults.epochs, help="fitting epochs (default %(default)s)")
+    im.add_argument("--decisive-weight", type=float, default=defaults.decisive_weight,
+                    help="weight of a decision whose RETRY changed the outcome, against one whose choice the "
+                    "selector keeps (default %(default)s)")
+    im.add_argument("--seed", type=int, default=defaults.seed)
+    im.add_argument("--device", default=defaults.device, help="cpu, cuda or auto (default %(default)s)")
+    im.add_argument("--out", type=Path, help="run directory (default selectors/SUITE_improved)")
+    _add_recovery_args(im, selector_default="ppo", disturbance_default=defaults.env.disturbances[0],
+                       choose_selector=False, choose_repair=False, several_disturbances=True)
+
+
 def _train_selector_options(ts: argparse.ArgumentParser) -> None:
     from recovery.learning.env import COUNTERFACTUALS, RewardConfig, SelectorEnvConfig
     from recovery.learning.train import BASELINES, PPOConfig, TrainSelectorConfig
@@ -769,6 +826,16 @@ COMMANDS = {
                        "reset. Episodes draw a task, a sampled layout (never an evaluation init state) and, on a share "
                        "of them, the disturbance. PPO starts from a clone of the rule selector (--warm-start). "
                        "Rerunning the same command resumes from OUT/checkpoint.zip."),
+    "improve-selector": (_cmd_improve_selector, _improve_selector_options,
+                         "improve a selector from RETRY outcomes played out in simulation (resumable)",
+                         "Run the selector (greedy) on sampled layouts under the disturbance; at each decision of the "
+                         "first WINDOW steps after the burst ended, play out in simulation what the base policy "
+                         "reaches left alone and what it reaches after a RETRY there, and undo both. Then fit the "
+                         "selector's actor to ask where the RETRY won the episode and not where it lost it, keeping "
+                         "its own choices elsewhere. report.json says how often each happened and whether the "
+                         "selector's probability of RETRY ranks the winning decisions above the rest, before and out "
+                         "of fold (each episode judged by a fit on the others; AUROC). Rerunning the same command "
+                         "with more --episodes labels the rest."),
     "serve-policy": (_cmd_serve_policy, _serve_policy_options, "serve a policy over the openpi websocket protocol",
                      "Serve one of our policies to remote clients (e.g. a robot) with the openpi protocol: msgpack "
                      "metadata frame, then msgpack observation -> {'actions': H x 7}. GET /healthz answers OK."),

@@ -384,3 +384,30 @@ def test_the_shipped_selector_reproduces_a_published_burst_episode(tmp_path):
                                 out=tmp_path / "live.jsonl", progress=False))
     assert live["recovery"]["modes"].get("RETRY", 0) >= 1
     assert reproduce([live], published).matched == 1  # success, steps, rollbacks and their steps
+
+
+def test_a_decision_is_labelled_by_playing_out_a_retry_and_leaving_alone_both_undone():
+    """``label_decision``: only the decisions of the first ``window`` steps after the burst are
+    labelled; the episode runs step for step as without the play-outs; a label's outcomes are those
+    of the same episode asking for nothing, and asking for one RETRY there and nothing after. Seed 7's
+    RETRY at decision 10 wins an episode the base policy loses alone."""
+    env, window = SelectorEnv(BURST), 30
+    try:
+        observations, labels = [env.reset(seed=7)[0]], []
+        done = False
+        while not done:
+            labels.append(env.label_decision(window))
+            obs, _, done, _, info = env.step(LEARNED_MODES.index(Mode.EXECUTE))
+            observations.append(obs)
+        plain_observations, _, alone = _play(env, 7)
+        retried = {at: _play(env, 7, (at,))[2]["is_success"] for at in (10, 12)}
+    finally:
+        env.close()
+    assert np.array_equal(np.array(observations), np.array(plain_observations))
+    labelled = [at for at, label in enumerate(labels) if label is not None]
+    assert labelled and all(0 <= labels[at]["since"] < window for at in labelled)
+    assert labelled == list(range(labelled[0], labelled[-1] + 1)) and 10 in labelled
+    assert all(labels[at]["alone"] == alone["is_success"] == info["is_success"] is False for at in labelled)
+    for at, success in retried.items():
+        assert labels[at]["ran"] and labels[at]["after"] == success
+    assert retried[10] is True

@@ -18,10 +18,11 @@ import numpy as np
 from recovery.core.decision import DecisionContext
 from recovery.core.loop import EpisodeLoop, LoopConfig
 from recovery.core.modes import Mode
-from recovery.learning.counterfactual import outcome_left_alone
+from recovery.learning.counterfactual import outcome_after, outcome_left_alone
 from recovery.supervision.build import build_supervisor, rule_config_for
 from recovery.supervision.config import SHIPPED_REFERENCES, RecoveryOptions, SupervisorConfig
 from recovery.supervision.observation import LEARNED_MODES, ObservationLayout
+from recovery.supervision.repair import named_in, pose_change
 from recovery.supervision.selectors import RuleConfig, RuleSelector
 from recovery.supervision.supervisor import Supervisor
 from sim.disturbances import DisturbanceConfig, DisturbedBackend
@@ -146,6 +147,7 @@ class SelectorEnv(gym.Env):
         self._episode = {"task": task.index, "disturbed": disturbed, "disturbance": disturbance.name}
         self._left_alone: bool | None = None  # the base policy's outcome alone from before the first recovery
         self._alone: bool | None = None  # ... from after the latest recovery ("intervention"; else the same)
+        self._alone_from: tuple[int, bool] | None = None  # (recoveries done, the outcome left alone): label_decision's
         self._run_to_decision()
         return self._observation(), dict(self._episode)
 
@@ -181,6 +183,32 @@ class SelectorEnv(gym.Env):
         if teacher == "rule":
             return self._advisor.advise(self._context)
         return self._oracle.decide(self._context)
+
+    def label_decision(self, window: int, mode: Mode = Mode.RETRY) -> dict | None:
+        """At a pending decision of a disturbed episode within ``window`` steps after the burst ended
+        (None elsewhere): the outcomes the base policy reaches left alone from here, and asked for
+        ``mode`` once, then left alone (``counterfactual.outcome_after``), each played out in simulation
+        and undone. The first is played once per stretch without a recovery: the simulation is
+        deterministic, so executing on leads where leaving alone would."""
+        since = self._backend.steps_since_disturbance
+        if self._loop.over or since is None or since >= window:
+            return None
+        key = self._supervisor.rollbacks
+        if self._alone_from is None or self._alone_from[0] != key:
+            self._alone_from = (key, self._outcome_left_alone())
+        after, ran = outcome_after(self._backend, self._supervisor, mode, self._loop.steps, self._loop.config.max_steps)
+        return {"since": since, "alone": self._alone_from[1], "after": after, "ran": ran, **self._world_change()}
+
+    def _world_change(self) -> dict:
+        """What the selector's observation does not show: how far the objects the instruction names
+        moved and tilted since the episode's start (the largest of each), and whether the hand holds
+        something (``recovery improve-selector`` reports whether they tell where a recovery pays)."""
+        then = self._supervisor.memory.start.observation["object_poses"]
+        now = self._backend.observe()["object_poses"]
+        changes = [pose_change(then[name], pose) for name, pose in now.items()
+                   if name in then and named_in(self._backend.instruction, name)] or [(0.0, 0.0)]
+        return {"displaced": max(d for d, _ in changes), "tilted": max(t for _, t in changes),
+                "holding": self._supervisor.grasp.holding}
 
     def close(self) -> None:
         if self._built is not None:

@@ -8,6 +8,7 @@ so it runs the same in LIBERO and on a robot.
 
 from __future__ import annotations
 
+import copy
 from collections import Counter, deque
 from collections.abc import Sequence
 from dataclasses import replace
@@ -134,6 +135,16 @@ class Supervisor:
         self.broker.close()
         if self.repair is not None:
             self.repair.close()
+
+    def fork(self, selector: Selector) -> Supervisor:
+        """A copy deciding through ``selector`` that owns everything the episode changes (memory,
+        monitors, counters, the rollback under way) and shares the rest: the robot, the policies and
+        the critic. To play a branch of the episode out in simulation and drop it
+        (``recovery.learning.counterfactual``); whoever restores the robot restores the brokers too."""
+        shared = (self.backend, self.broker, self.repair, self._value_for_task, self._value)
+        memo = {id(item): item for item in shared if item is not None}
+        memo[id(self.selector)] = selector
+        return copy.deepcopy(self, memo)
 
     @property
     def repair_goal(self) -> RepairTarget | None:
