@@ -10,11 +10,15 @@ import argparse
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from recovery.core.errors import RecoveryError
 from recovery.supervision.config import (REPAIRS, ROLLBACKS, SELECTORS, SHIPPED_REFERENCES, TARGET_SCORES,
                                          RecoveryOptions, RepairConfig, SupervisorConfig)
 from sim.disturbances import DISTURBANCES
+
+if TYPE_CHECKING:  # for annotations only: the learning environment loads MuJoCo
+    from recovery.learning.env import RewardConfig, SelectorEnvConfig
 
 EPILOG = """examples:
   recovery tasks --suite libero_object
@@ -306,7 +310,7 @@ def _cmd_calibrate_rule(args: argparse.Namespace) -> int:
     return 0
 
 
-def _selector_env(args: argparse.Namespace, reward=None):
+def _selector_env(args: argparse.Namespace, reward: RewardConfig | None = None) -> SelectorEnvConfig:
     """The selector's environment (``recovery.learning.env``) as train-selector and improve-selector set it."""
     from recovery.learning.env import RewardConfig, SelectorEnvConfig
     from recovery.supervision.build import load_rule_config
@@ -596,8 +600,8 @@ def _cmd_improve_selector(args: argparse.Namespace) -> int:
 
     config = ImproveConfig(env=_selector_env(args), selector=args.selector_path, episodes=args.episodes,
                            window=args.window, envs=args.envs, seed=args.seed, epochs=args.epochs,
-                           decisive_weight=args.decisive_weight, out=args.out or Path("selectors") / f"{args.suite}_improved",
-                           device=args.device)
+                           decisive_weight=args.decisive_weight, device=args.device,
+                           out=args.out or Path("selectors") / f"{args.suite}_improved")
     try:
         final = improve_selector(config)
     except KeyboardInterrupt:
@@ -606,7 +610,7 @@ def _cmd_improve_selector(args: argparse.Namespace) -> int:
         return 130
     print((config.out / "report.json").read_text())
     print(f"selector: {final}\nevaluate: recovery eval --suite {args.suite} --policy {args.policy} --selector ppo "
-          f"--selector-path {final} --disturbance action_noise")
+          f"--selector-path {final} --disturbance {args.disturbance[0]}")
     return 0
 
 

@@ -59,7 +59,8 @@ def test_labels_round_trip_and_join_with_distinct_episodes(tmp_path):
     second.episode += 3
     first.save(tmp_path / "labels.npz")
     joined = Labels.join(Labels.load(tmp_path / "labels.npz"), second)
-    np.savez(tmp_path / "before.npz", **{k: v for k, v in vars(first).items() if k not in ("displaced", "tilted", "holding")})
+    unrecorded = ("displaced", "tilted", "holding")
+    np.savez(tmp_path / "before.npz", **{key: value for key, value in vars(first).items() if key not in unrecorded})
     assert np.isnan(Labels.load(tmp_path / "before.npz").displaced).all()  # labels collected before they were recorded
     assert len(joined.successes) == 5 and np.array_equal(np.unique(joined.episode), np.arange(5))
     assert np.array_equal(joined.won, np.concatenate([first.won, second.won]))
