@@ -600,15 +600,14 @@ def _cmd_improve_selector(args: argparse.Namespace) -> int:
 
     config = ImproveConfig(env=_selector_env(args), selector=args.selector_path, episodes=args.episodes,
                            window=args.window, envs=args.envs, seed=args.seed, epochs=args.epochs,
-                           decisive_weight=args.decisive_weight, device=args.device,
-                           out=args.out or Path("selectors") / f"{args.suite}_improved")
+                           decisive_weight=args.decisive_weight, device=args.device, out=args.out)
     try:
         final = improve_selector(config)
     except KeyboardInterrupt:
-        print(f"\ninterrupted: {config.out / 'labels.npz'} holds the episodes labelled so far; run the same command "
-              "to go on", file=sys.stderr)
+        print(f"\ninterrupted: {config.run_dir / 'labels.npz'} holds the episodes labelled so far; run the same "
+              "command to go on", file=sys.stderr)
         return 130
-    print((config.out / "report.json").read_text())
+    print((config.run_dir / "report.json").read_text())
     print(f"selector: {final}\nevaluate: recovery eval --suite {args.suite} --policy {args.policy} --selector ppo "
           f"--selector-path {final} --disturbance {args.disturbance[0]}")
     return 0

@@ -73,8 +73,12 @@ class ImproveConfig:
     batch_size: int = 256
     decisive_weight: float = 10.0  # of a decision whose RETRY changed the outcome, against one the selector keeps
     folds: int = 5  # of episodes, for the out-of-fold report
-    out: Path = Path("selectors/improved")
+    out: Path | None = None  # None: selectors/SUITE_improved
     device: str = "cpu"
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.out or Path("selectors") / f"{self.env.suite}_improved")
 
     def identity(self) -> dict:
         """What the labels depend on: a rerun with other settings must not add to them."""
@@ -250,7 +254,7 @@ def _finite(value: float) -> float | None:
 def improve_selector(config: ImproveConfig) -> Path:
     """Collect the labels still missing (resuming ``out/labels.npz``), fit, write the report and the
     improved selector; returns its path."""
-    out = Path(config.out)
+    out = config.run_dir
     out.mkdir(parents=True, exist_ok=True)
     settings, path = out / "config.json", out / "labels.npz"
     if settings.exists() and json.loads(settings.read_text()) != config.identity():
