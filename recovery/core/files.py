@@ -1,4 +1,5 @@
-"""Writing a file so that a crash mid-write leaves the previous one intact; naming a file's content."""
+"""Writing a file so that a crash mid-write leaves the previous one intact; named arrays as one
+file; naming a file's content."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import hashlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import numpy as np
 
 
 @contextmanager
@@ -18,6 +21,18 @@ def written_atomically(path: Path) -> Iterator[Path]:
     tmp = path.with_name(f"{path.stem}.tmp{path.suffix}")
     yield tmp
     tmp.replace(path)
+
+
+def save_arrays(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Named arrays as one compressed ``.npz``, written atomically."""
+    with written_atomically(path) as tmp:
+        np.savez_compressed(tmp, **arrays)
+
+
+def load_arrays(path: Path) -> dict[str, np.ndarray]:
+    """The named arrays of an ``.npz`` (``save_arrays``)."""
+    with np.load(path) as data:
+        return {key: data[key] for key in data.files}
 
 
 def file_digest(path: Path | None) -> str | None:

@@ -20,12 +20,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
 from recovery.core.errors import RecoveryError
-from recovery.core.files import written_atomically
+from recovery.core.files import load_arrays, save_arrays
 from recovery.learning.run_dir import differing, saved_settings
 from recovery.supervision.observation import LEARNED_MODES
 
@@ -68,13 +69,11 @@ class TeacherDecisions:
     successes: np.ndarray  # one flag per episode
 
     def save(self, path: Path) -> None:
-        with written_atomically(path) as tmp:
-            np.savez_compressed(tmp, **vars(self))
+        save_arrays(path, vars(self))
 
     @classmethod
     def load(cls, path: Path) -> TeacherDecisions:
-        with np.load(path) as data:
-            return cls(**{key: data[key] for key in data.files})
+        return cls(**load_arrays(path))
 
 
 def collect(venv: VecEnv, teacher: str, decisions: int, gamma: float) -> TeacherDecisions:
@@ -158,22 +157,34 @@ def clone(policy, data: TeacherDecisions, config: WarmStartConfig, seed: int = 0
                 torch.as_tensor(data.returns[mask], device=policy.device))
 
     obs, actions, returns = tensors(train)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
-    generator = torch.Generator().manual_seed(seed)
-    policy.set_training_mode(True)
-    for _ in range(config.epochs):
-        for batch in torch.randperm(len(obs), generator=generator).split(config.batch_size):
-            values, log_prob, _ = policy.evaluate_actions(obs[batch], actions[batch])
-            loss = -log_prob.mean() + torch.nn.functional.mse_loss(values.flatten(), returns[batch])
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-    policy.set_training_mode(False)
+
+    def loss(batch):
+        values, log_prob, _ = policy.evaluate_actions(obs[batch], actions[batch])
+        return -log_prob.mean() + torch.nn.functional.mse_loss(values.flatten(), returns[batch])
+
+    fit_minibatches(policy, len(obs), loss, config.epochs, config.batch_size, config.learning_rate, seed)
     held_obs, held_actions, _ = tensors(test)
     return {"teacher_decisions": int(len(data.actions)), "teacher_episodes": int(len(episodes)),
             "teacher_success_rate": float(data.successes.mean()),
             "teacher_intervention_share": float((data.actions != 0).mean()),
             "train": agreement(policy, obs, actions), "held_out": agreement(policy, held_obs, held_actions)}
+
+
+def fit_minibatches(policy, rows: int, loss: Callable, epochs: int, batch_size: int, learning_rate: float,
+                    seed: int) -> None:
+    """Adam over ``policy``'s parameters, ``epochs`` passes over ``rows`` rows in shuffled minibatches
+    (seeded), in training mode; ``loss(batch)``: the loss of the rows indexed by ``batch``."""
+    import torch
+
+    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
+    generator = torch.Generator().manual_seed(seed)
+    policy.set_training_mode(True)
+    for _ in range(epochs):
+        for batch in torch.randperm(rows, generator=generator).split(batch_size):
+            optimizer.zero_grad()
+            loss(batch).backward()
+            optimizer.step()
+    policy.set_training_mode(False)
 
 
 def agreement(policy, obs, actions) -> dict:

@@ -31,12 +31,13 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import SubprocVecEnv
 
 from recovery.core.errors import RecoveryError
-from recovery.core.files import written_atomically
+from recovery.core.files import load_arrays, save_arrays
 from recovery.core.interrupts import stop_on_interrupt
 from recovery.core.modes import Mode
 from recovery.learning.env import SelectorEnvConfig
 from recovery.learning.run_dir import save_atomically
 from recovery.learning.train import make_env
+from recovery.learning.warm_start import fit_minibatches
 from recovery.pipelines.train_critic import auroc
 from recovery.supervision.build import critic_path
 from recovery.supervision.config import RecoveryOptions
@@ -116,13 +117,11 @@ class Labels:
         return self.labelled & self.ran & self.alone & ~self.after
 
     def save(self, path: Path) -> None:
-        with written_atomically(path) as tmp:
-            np.savez_compressed(tmp, **vars(self))
+        save_arrays(path, vars(self))
 
     @classmethod
     def load(cls, path: Path) -> Labels:
-        with np.load(path) as data:
-            columns = {key: data[key] for key in data.files}
+        columns = load_arrays(path)
         unrecorded = np.full(len(columns["actions"]), np.nan)
         return cls(**{"displaced": unrecorded, "tilted": unrecorded, "holding": unrecorded, **columns})
 
@@ -199,17 +198,12 @@ def _train(policy, observations: np.ndarray, targets: np.ndarray, weights: np.nd
     import torch
 
     obs, actions, weight = (torch.as_tensor(array, device=policy.device) for array in (observations, targets, weights))
-    optimizer = torch.optim.Adam(policy.parameters(), lr=config.learning_rate)
-    generator = torch.Generator().manual_seed(config.seed)
-    policy.set_training_mode(True)
-    for _ in range(config.epochs):
-        for batch in torch.randperm(len(obs), generator=generator).split(config.batch_size):
-            _, log_prob, _ = policy.evaluate_actions(obs[batch], actions[batch])
-            loss = -(weight[batch] * log_prob).sum() / weight[batch].sum()
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-    policy.set_training_mode(False)
+
+    def loss(batch):
+        _, log_prob, _ = policy.evaluate_actions(obs[batch], actions[batch])
+        return -(weight[batch] * log_prob).sum() / weight[batch].sum()
+
+    fit_minibatches(policy, len(obs), loss, config.epochs, config.batch_size, config.learning_rate, config.seed)
 
 
 def _predict(policy, observations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
