@@ -29,7 +29,7 @@ class CriticConfigError(RecoveryError, ValueError):
 
 
 CRITIC_FORMAT = "agentic-recovery/value-critic"
-CRITIC_VERSION = 1
+CRITIC_VERSION = 2  # 2: the layout's per-task objects of interest (``FeatureLayout.task_objects``)
 
 
 def discounted_outcome(length: int, success: bool, gamma: float = 0.99) -> np.ndarray:
@@ -81,6 +81,7 @@ class ValueCritic:
         with written_atomically(path) as tmp:
             torch.save({"format": CRITIC_FORMAT, "version": CRITIC_VERSION,
                         "object_names": list(self.layout.object_names), "instructions": list(self.layout.instructions),
+                        "task_objects": [list(objects) for objects in self.layout.task_objects],
                         "hidden": self.net.body[0].out_features, "state_dict": self.net.state_dict(),
                         "risk_k": self.risk_head.k if self.risk_head else 0,
                         "risk_state_dict": self.risk_head.state_dict() if self.risk_head else {},
@@ -89,10 +90,11 @@ class ValueCritic:
     @classmethod
     def load(cls, path: Path) -> "ValueCritic":
         raw = torch.load(path, map_location="cpu", weights_only=True)
-        if raw.get("format") != CRITIC_FORMAT or raw.get("version") != CRITIC_VERSION:
-            raise CriticConfigError(f"{path}: not a value-critic checkpoint v{CRITIC_VERSION} "
+        if raw.get("format") != CRITIC_FORMAT or raw.get("version") not in (1, CRITIC_VERSION):
+            raise CriticConfigError(f"{path}: not a value-critic checkpoint v1-v{CRITIC_VERSION} "
                                     f"(format {raw.get('format')!r} v{raw.get('version')})")
-        layout = FeatureLayout(tuple(raw["object_names"]), tuple(raw["instructions"]))
+        layout = FeatureLayout(tuple(raw["object_names"]), tuple(raw["instructions"]),
+                               tuple(tuple(objects) for objects in raw.get("task_objects", ())))
         net = ValueNet(layout.size, raw["hidden"])
         net.load_state_dict(raw["state_dict"])
         head = None

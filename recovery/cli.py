@@ -285,7 +285,8 @@ def _cmd_train_critic(args: argparse.Namespace) -> int:
     out = args.out or Path("checkpoints") / "critics" / f"{args.suite}.pt"
     _, report = train_critic(CriticTrainConfig(
         suite=args.suite, policy=args.policy, episodes_per_task=args.episodes, seed=args.seed,
-        workers=args.workers, data_dir=args.data, out=out, hidden=args.hidden, progress=not args.no_progress,
+        workers=args.workers, data_dir=args.data, out=out, hidden=args.hidden, task_objects=args.task_objects,
+        progress=not args.no_progress,
     ))
     print(json.dumps(report, indent=2))
     print(f"critic: {out}\nreport: {out.with_suffix('.report.json')}")
@@ -566,6 +567,9 @@ def _train_critic_options(tc: argparse.ArgumentParser) -> None:
                     "--critic, or copy it into critics/checkpoints/ to ship it)")
     tc.add_argument("--hidden", type=int, default=CriticTrainConfig.hidden,
                     help="width of V(s)'s hidden layers (default %(default)s: it runs every step)")
+    tc.add_argument("--task-objects", action=argparse.BooleanOptionalAction, default=CriticTrainConfig.task_objects,
+                    help="each task sees only the objects of interest its BDDL file names, not the distractors "
+                         "(default on: with them, the libero_spatial critic predicts a burst's outcome far worse)")
     tc.add_argument("--no-progress", action="store_true")
 
 

@@ -281,3 +281,19 @@ def test_global_quality_of_a_run_of_states_equals_feeding_them_one_by_one():
     together, one_by_one = GlobalQuality(refs, CFG), GlobalQuality(refs, CFG)
     runs = [together.update(range(t, t + 5), line[t:t + 5]) for t in range(0, 50, 5)]  # runs cross bin borders
     assert [v for run in runs for v in run] == [one_by_one.update([t], line[t:t + 1])[0] for t in range(50)]
+
+
+def test_a_critic_of_the_tasks_objects_keeps_them_across_a_save_and_ignores_the_distractors(tmp_path):
+    torch.manual_seed(0)
+    layout = FeatureLayout(("bowl", "plate", "ramekin"), ("task one", "task two"), (("bowl", "plate"), ("ramekin",)))
+    net = ValueNet(layout.size, hidden=32)
+    ValueCritic(layout, net.eval(), None, {}).save(tmp_path / "critic.pt")
+    critic = ValueCritic.load(tmp_path / "critic.pt")
+    assert critic.layout == layout
+    pose = np.array([0.1, 0.2, 0.9, 0.0, 0.0, 0.0, 1.0])
+    obs = {"state": np.zeros(8), "object_poses": {"bowl": pose, "plate": pose + 0.1, "ramekin": pose - 0.1}}
+    value = critic.value_fn("task one")
+    moved = {**obs["object_poses"], "ramekin": pose + 0.3}
+    assert value([{**obs, "object_poses": moved}]) == value([obs])  # a distractor moved: nothing to see
+    moved = {**obs["object_poses"], "bowl": pose + 0.3}
+    assert value([{**obs, "object_poses": moved}]) != value([obs])

@@ -38,6 +38,8 @@ class CriticTrainConfig:
     after_burst: int = 20  # policy steps after the burst ends in which a signal must tell the outcome
     epochs: int = 30
     hidden: int = 64  # width of V(s)'s two hidden layers; it runs every step, so it is kept small
+    task_objects: bool = True  # each task sees only its BDDL objects of interest: with every object of
+    # the suite in view, libero_spatial's critic fits on where the distractors lie (reports/critics.md)
     progress: bool = True
 
 
@@ -115,10 +117,13 @@ def _lead_time(fired: np.ndarray) -> int | None:
     return int(len(fired) - hits[0]) if len(hits) else None
 
 
-def rollout_layout(episodes: list[dict], suite: str) -> FeatureLayout:
-    """The critic's feature layout: every object the rollouts saw, every instruction of the suite."""
+def rollout_layout(episodes: list[dict], suite: str, task_objects: bool = False) -> FeatureLayout:
+    """The critic's feature layout: every object the rollouts saw, every instruction of the suite;
+    with ``task_objects``, each task's features keep only its objects of interest."""
     names = tuple(sorted({n.decode() for e in episodes for n in e["object_names"]}))
-    return FeatureLayout(names, tuple(t.instruction for t in resolve_tasks(suite, None)))
+    tasks = resolve_tasks(suite, None)
+    return FeatureLayout(names, tuple(t.instruction for t in tasks),
+                         tuple(t.objects_of_interest() for t in tasks) if task_objects else ())
 
 
 def rollout_features(layout: FeatureLayout, episode: dict) -> np.ndarray:
@@ -144,7 +149,7 @@ def failure_labels(held: list[dict]) -> tuple[np.ndarray, list[int], np.ndarray]
 
 def train_critic(config: CriticTrainConfig) -> tuple[ValueCritic, dict]:
     episodes, weights = collect_rollouts(config)
-    layout = rollout_layout(episodes, config.suite)
+    layout = rollout_layout(episodes, config.suite, config.task_objects)
     held, train = holdout_split(episodes, config)
     feats = {id(e): rollout_features(layout, e) for e in episodes}
     x = np.concatenate([feats[id(e)] for e in train])
@@ -158,7 +163,7 @@ def train_critic(config: CriticTrainConfig) -> tuple[ValueCritic, dict]:
     critic.training = {"suite": config.suite, "policy": config.policy, "policy_weights": weights,
                        "episodes": len(episodes),
                        "train_episodes": len(train), "heldout_episodes": len(held), "seed": config.seed,
-                       "hidden": config.hidden,
+                       "hidden": config.hidden, "task_objects": config.task_objects,
                        "failure_prediction": report}
     critic.save(config.out)
     config.out.with_suffix(".report.json").write_text(json.dumps(critic.training, indent=2) + "\n")

@@ -90,7 +90,7 @@ def feature_groups(episodes: list[dict], suite: str) -> dict[int, dict[str, np.n
 
 
 def score(train: list[dict], held: list[dict], groups: dict, names: tuple[str, ...], gamma: float,
-          after_burst: int) -> np.ndarray:
+          after_burst: int, hidden: int = 64) -> np.ndarray:
     """Per training seed: held-out AUROC of the episode's peak of 1 - V, and of its post-burst peak."""
     inputs = {id(e): np.concatenate([groups[id(e)][n] for n in names], axis=1).astype(np.float32) for e in train + held}
     x = np.concatenate([inputs[id(e)] for e in train])
@@ -98,7 +98,7 @@ def score(train: list[dict], held: list[dict], groups: dict, names: tuple[str, .
     labels, ends, bursts = failure_labels(held)
     rows = []
     for seed in (2000, 2001):
-        net = fit_value_net(x, y, seed=seed)
+        net = fit_value_net(x, y, seed=seed, hidden=hidden)
         with torch.no_grad():
             signals = [1 - net(torch.from_numpy(inputs[id(e)])).numpy() for e in held]
         rows.append((auroc(np.array([s.max() for s in signals]), labels),

@@ -1,0 +1,120 @@
+"""Does a critic that sees only the task's own objects predict the post-burst outcome better?
+
+An experiment, not a tool (the sequel of ``inputs.py``). The shipped critic reads every object of
+the suite in fixed slots plus the task's one-hot: on libero_spatial that is eleven object slots over
+ten scenes, of which every task picks up ``akita_black_bowl_1`` and puts it on ``plate_1``. With ~300
+disturbed training rollouts, a network may fit on where the distractors lie (the lesson of
+libero_10's embedded policy, ``FeatureLayout.task_objects``). Variants, trained and scored as
+``inputs.py`` does (``fit_value_net``, two seeds, held-out AUROC of the episode's peak of 1 - V and
+of its peak over the 20 steps after the burst):
+
+- ``state``: the shipped features (every slot, task one-hot);
+- ``task objects only``: the shipped features with ``FeatureLayout.task_objects`` set to each
+  task's objects of interest (the other slots empty, the one-hot kept): what ``train-critic`` would
+  ship if this wins;
+- ``focus``: the arm (position, 6D rotation, fingers) and the task's objects of interest only (their
+  slots: position, position relative to the hand, 6D rotation), no one-hot;
+- ``focus, hand frame``: ``focus`` plus each object's offset from the hand in the hand's frame, and
+  the picked object's offset from its place target (what a grasp and a placement depend on);
+- ``+chunk``: the base policy's action chunk at this state (``inputs.py``'s best input);
+- ``+nearest``: the offset of the nearest other object from the picked one (what the hand may knock);
+- ``+tracking``: ``inputs.py``'s tracking error inputs;
+- and, last, ``task objects only`` with a net ``WIDE`` wide instead of 64.
+
+With EXTRA (``more_disturbed.py SUITE 80 EXTRA``), a second table: more disturbed training rollouts,
+and a fresh held-out set that no choice above saw.
+
+Usage: python reports/critics/focus.py SUITE DATA [EXTRA]
+"""
+
+import sys
+
+import recovery  # noqa: F401  (pins the float paths before numpy is used)
+import numpy as np
+
+from inputs import feature_groups, open_store, report, score  # this folder's experiment scripts share their start
+from recovery.core.features import PROPRIO_SIZE, axis_angle_rot6d, quat_rot6d
+from recovery.pipelines.train_critic import failure_labels, rollout_features, rollout_layout
+from sim.tasks import resolve_tasks
+
+VARIANTS = {
+    "state": ("state",),
+    "task objects only": ("task_objects",),
+    "focus": ("focus",),
+    "focus, hand frame": ("focus", "hand_frame"),
+    "focus, hand frame, +chunk": ("focus", "hand_frame", "chunk"),
+    "focus, hand frame, +nearest": ("focus", "hand_frame", "nearest"),
+    "state, +chunk": ("state", "chunk"),
+    "task objects only, +chunk": ("task_objects", "chunk"),
+    "task objects only, +tracking": ("task_objects", "tracking"),
+}
+WIDE = 128  # the last row: task objects only, a wider net
+FRESH = (60, 80)  # with EXTRA: each task's extra rollouts from 60 to 80 are a fresh held-out set
+
+
+def hand_rotation(states: np.ndarray) -> np.ndarray:
+    """(n, 3, 3) rotation of the hand from the 8-D state's axis-angle (the 6D columns completed)."""
+    six = np.array(axis_angle_rot6d(states[:, 3:6])).reshape(-1, 2, 3)  # two columns, each (3,)
+    third = np.cross(six[:, 0], six[:, 1])
+    return np.stack([six[:, 0], six[:, 1], third], axis=2)
+
+
+def focus_groups(episode: dict, objects: tuple[str, str]) -> dict[str, np.ndarray]:
+    """The task-centred inputs of every state of ``episode``; ``objects``: (picked, place target)."""
+    names = [n.decode() for n in episode["object_names"]]
+    poses, states = episode["object_poses"], episode["state"].astype(np.float64)
+    picked, target = (poses[:, names.index(name)] for name in objects)
+    eef, rot = states[:, :3], hand_rotation(states)
+    slots = []
+    for pose in (picked, target):
+        slots += [pose[:, :3], pose[:, :3] - eef, quat_rot6d(pose[:, 3:7])]
+    proprio = np.concatenate([eef, np.array(axis_angle_rot6d(states[:, 3:6])), states[:, 6:8]], axis=1)
+    assert proprio.shape[1] == PROPRIO_SIZE
+    in_hand = [np.einsum("nji,nj->ni", rot, pose[:, :3] - eef) for pose in (picked, target)]
+    others = [i for i, name in enumerate(names) if name not in objects]
+    offsets = poses[:, others, :3] - picked[:, None, :3]
+    nearest = offsets[np.arange(len(offsets)), np.linalg.norm(offsets, axis=2).argmin(axis=1)]
+    return {"focus": np.concatenate([proprio] + slots, axis=1),
+            "hand_frame": np.concatenate(in_hand + [target[:, :3] - picked[:, :3]], axis=1),
+            "nearest": nearest}
+
+
+def main() -> None:
+    config, held, train, extra = open_store(sys.argv, "input")
+    groups = feature_groups(held + train + extra, config.suite)
+    objects = {t.index: t.objects_of_interest()[:2] for t in resolve_tasks(config.suite, None)}
+    only_task = rollout_layout(held + train + extra, config.suite, task_objects=True)
+    for e in held + train + extra:
+        groups[id(e)].update(focus_groups(e, objects[int(e["task"])]), task_objects=rollout_features(only_task, e))
+    for name, names in VARIANTS.items():
+        report(name, train, score(train, held, groups, names, 0.99, config.after_burst))
+    report(f"task objects only, {WIDE} wide", train,
+           score(train, held, groups, ("task_objects",), 0.99, config.after_burst, hidden=WIDE))
+    if extra:
+        with_extra(config, held, train, extra, groups)
+
+
+def with_extra(config, held: list[dict], train: list[dict], extra: list[dict], groups: dict) -> None:
+    """More disturbed training rollouts (the first ``FRESH[0]`` of each task's extra ones), scored on
+    the store's held-out set and on a fresh one: each task's extra rollouts ``FRESH[0]``-``FRESH[1]``,
+    never trained on (the variants above were chosen on the store's held-out set; this one says
+    whether that choice holds)."""
+    by_task: dict[int, list[dict]] = {}
+    for e in extra:
+        by_task.setdefault(int(e["task"]), []).append(e)
+    fresh = [e for rollouts in by_task.values() for e in rollouts[FRESH[0]:FRESH[1]]]
+    labels, _, bursts = failure_labels(fresh)
+    print(f"\nfresh held-out set: {len(fresh)} disturbed rollouts, after the burst {labels[bursts].sum()} failures, "
+          f"{(1 - labels[bursts]).sum()} successes\n\n| input | training rollouts | held out | AUROC | after the burst |"
+          "\n|---|---|---|---|---|", flush=True)
+    for per_task in (0, FRESH[0] // 2, FRESH[0]):
+        more = train + [e for rollouts in by_task.values() for e in rollouts[:per_task]]
+        for name in ("state", "task objects only"):
+            for held_name, held_out in (("store", held), ("fresh", fresh)):
+                rows = score(more, held_out, groups, VARIANTS[name], 0.99, config.after_burst)
+                print(f"| {name}, +{per_task} disturbed a task | {len(more)} | {held_name} | {rows[:, 0].mean():.3f} | "
+                      f"{rows[:, 1].mean():.3f} ({rows[:, 1].min():.3f}-{rows[:, 1].max():.3f}) |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
