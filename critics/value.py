@@ -29,7 +29,7 @@ class CriticConfigError(RecoveryError, ValueError):
 
 
 CRITIC_FORMAT = "agentic-recovery/value-critic"
-CRITIC_VERSION = 2  # 2: the layout's per-task objects of interest (``FeatureLayout.task_objects``)
+CRITIC_VERSION = 2  # 2: the layout's per-task objects of interest and their slots (``FeatureLayout``)
 
 
 def discounted_outcome(length: int, success: bool, gamma: float = 0.99) -> np.ndarray:
@@ -82,6 +82,7 @@ class ValueCritic:
             torch.save({"format": CRITIC_FORMAT, "version": CRITIC_VERSION,
                         "object_names": list(self.layout.object_names), "instructions": list(self.layout.instructions),
                         "task_objects": [list(objects) for objects in self.layout.task_objects],
+                        "task_slots": self.layout.task_slots,
                         "hidden": self.net.body[0].out_features, "state_dict": self.net.state_dict(),
                         "risk_k": self.risk_head.k if self.risk_head else 0,
                         "risk_state_dict": self.risk_head.state_dict() if self.risk_head else {},
@@ -94,7 +95,8 @@ class ValueCritic:
             raise CriticConfigError(f"{path}: not a value-critic checkpoint v1-v{CRITIC_VERSION} "
                                     f"(format {raw.get('format')!r} v{raw.get('version')})")
         layout = FeatureLayout(tuple(raw["object_names"]), tuple(raw["instructions"]),
-                               tuple(tuple(objects) for objects in raw.get("task_objects", ())))
+                               tuple(tuple(objects) for objects in raw.get("task_objects", ())),
+                               raw.get("task_slots", False))
         net = ValueNet(layout.size, raw["hidden"])
         net.load_state_dict(raw["state_dict"])
         head = None

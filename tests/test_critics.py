@@ -21,7 +21,7 @@ from critics.risk import (RiskHead, RiskMonitor, fit_risk_head, history_features
                           tvr_targets)
 from critics.tracking import TrackingConfig, TrackingMonitor
 from critics.value import ValueCritic, ValueNet, discounted_outcome
-from recovery.core.features import FeatureLayout
+from recovery.core.features import PROPRIO_SIZE, SLOT_SIZE, FeatureLayout
 from recovery.pipelines.train_critic import after_burst_peaks, auroc, burst_end
 from recovery.supervision.build import MissingCriticError, build_supervisor
 from recovery.supervision.config import RecoveryOptions, SupervisorConfig
@@ -285,11 +285,11 @@ def test_global_quality_of_a_run_of_states_equals_feeding_them_one_by_one():
 
 def test_a_critic_of_the_tasks_objects_keeps_them_across_a_save_and_ignores_the_distractors(tmp_path):
     torch.manual_seed(0)
-    layout = FeatureLayout(("bowl", "plate", "ramekin"), ("task one", "task two"), (("bowl", "plate"), ("ramekin",)))
-    net = ValueNet(layout.size, hidden=32)
-    ValueCritic(layout, net.eval(), None, {}).save(tmp_path / "critic.pt")
+    layout = FeatureLayout(("bowl", "plate", "ramekin"), ("task one", "task two"), (("bowl", "plate"), ("ramekin",)),
+                           task_slots=True)
+    ValueCritic(layout, ValueNet(layout.size, hidden=32).eval(), None, {}).save(tmp_path / "critic.pt")
     critic = ValueCritic.load(tmp_path / "critic.pt")
-    assert critic.layout == layout
+    assert critic.layout == layout and layout.slots == 2
     pose = np.array([0.1, 0.2, 0.9, 0.0, 0.0, 0.0, 1.0])
     obs = {"state": np.zeros(8), "object_poses": {"bowl": pose, "plate": pose + 0.1, "ramekin": pose - 0.1}}
     value = critic.value_fn("task one")
@@ -297,3 +297,15 @@ def test_a_critic_of_the_tasks_objects_keeps_them_across_a_save_and_ignores_the_
     assert value([{**obs, "object_poses": moved}]) == value([obs])  # a distractor moved: nothing to see
     moved = {**obs["object_poses"], "bowl": pose + 0.3}
     assert value([{**obs, "object_poses": moved}]) != value([obs])
+
+
+def test_task_slots_put_each_tasks_objects_of_interest_in_the_same_slots():
+    layout = FeatureLayout(("bowl", "plate", "ramekin"), ("task one", "task two"), (("bowl", "plate"), ("ramekin",)),
+                           task_slots=True)
+    pose = np.array([0.1, 0.2, 0.9, 0.0, 0.0, 0.0, 1.0])
+    first = layout.featurize(np.zeros(8), {"bowl": pose, "plate": pose + 0.1, "ramekin": pose - 0.1}, 0)
+    second = layout.featurize(np.zeros(8), {"bowl": pose - 0.2, "plate": pose + 0.1, "ramekin": pose}, 1)
+    slot, next_slot = slice(PROPRIO_SIZE, PROPRIO_SIZE + SLOT_SIZE), slice(PROPRIO_SIZE + SLOT_SIZE, -2)
+    np.testing.assert_array_equal(first[slot], second[slot])  # the bowl of task one, the ramekin of task two
+    assert first[next_slot][-1] == 1 and not second[next_slot].any()  # the plate present; task two has none
+    assert len(first) == PROPRIO_SIZE + 2 * SLOT_SIZE + 2

@@ -83,10 +83,16 @@ class FeatureLayout:
     object_names: tuple[str, ...]
     instructions: tuple[str, ...]
     task_objects: tuple[tuple[str, ...], ...] = ()
+    task_slots: bool = False  # with task_objects: slot i holds each task's i-th object of interest (what it
+    # picks up, where it puts it), shared by the tasks, instead of one slot per object name
+
+    @property
+    def slots(self) -> int:
+        return max(map(len, self.task_objects)) if self.task_slots else len(self.object_names)
 
     @property
     def size(self) -> int:
-        return PROPRIO_SIZE + SLOT_SIZE * len(self.object_names) + len(self.instructions)
+        return PROPRIO_SIZE + SLOT_SIZE * self.slots + len(self.instructions)
 
     def task_id(self, instruction: str) -> int | None:
         return self.instructions.index(instruction) if instruction in self.instructions else None
@@ -101,8 +107,11 @@ class FeatureLayout:
         decisions together): numpy's per-call cost is paid once per piece, not once per state and object."""
         states = np.asarray(states, dtype=np.float64)
         n, eef = len(states), states[:, :3]
-        names = self.object_names if not self.task_objects else \
-            tuple(name if name in self.task_objects[task_id] else None for name in self.object_names)  # None: unseen
+        names: tuple[str | None, ...] = self.object_names  # None: a slot that stays empty
+        if self.task_slots:
+            names = self.task_objects[task_id] + (None,) * (self.slots - len(self.task_objects[task_id]))
+        elif self.task_objects:
+            names = tuple(name if name in self.task_objects[task_id] else None for name in self.object_names)
         slots = np.zeros((n, len(names), SLOT_SIZE))
         present = np.array([[name in poses for name in names] for poses in object_poses], dtype=bool).reshape(n, -1)
         if present.any():

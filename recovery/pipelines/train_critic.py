@@ -38,8 +38,9 @@ class CriticTrainConfig:
     after_burst: int = 20  # policy steps after the burst ends in which a signal must tell the outcome
     epochs: int = 30
     hidden: int = 64  # width of V(s)'s two hidden layers; it runs every step, so it is kept small
-    task_objects: bool = True  # each task sees only its BDDL objects of interest: with every object of
-    # the suite in view, libero_spatial's critic fits on where the distractors lie (reports/critics.md)
+    task_objects: bool = True  # each task sees only its BDDL objects of interest, in slots by role (the
+    # object it picks up, where it goes): failure prediction after a burst 0.66 -> 0.72 on fresh libero_spatial
+    # rollouts, 0.89 -> 0.93 on libero_object (reports/critics.md, "Only the task's objects")
     progress: bool = True
 
 
@@ -118,12 +119,14 @@ def _lead_time(fired: np.ndarray) -> int | None:
 
 
 def rollout_layout(episodes: list[dict], suite: str, task_objects: bool = False) -> FeatureLayout:
-    """The critic's feature layout: every object the rollouts saw, every instruction of the suite;
-    with ``task_objects``, each task's features keep only its objects of interest."""
+    """The critic's feature layout: every instruction of the suite, and every object the rollouts saw
+    or, with ``task_objects``, each task's objects of interest in slots the tasks share."""
     names = tuple(sorted({n.decode() for e in episodes for n in e["object_names"]}))
     tasks = resolve_tasks(suite, None)
-    return FeatureLayout(names, tuple(t.instruction for t in tasks),
-                         tuple(t.objects_of_interest() for t in tasks) if task_objects else ())
+    if not task_objects:
+        return FeatureLayout(names, tuple(t.instruction for t in tasks))
+    return FeatureLayout(names, tuple(t.instruction for t in tasks), tuple(t.objects_of_interest() for t in tasks),
+                         task_slots=True)
 
 
 def rollout_features(layout: FeatureLayout, episode: dict) -> np.ndarray:

@@ -94,7 +94,7 @@ def fit_chunk_net(config: TrainConfig, demos: list, kind: str, featurize: Featur
     net.feat_std.copy_(torch.from_numpy(np.maximum(x_train.std(0), 1e-3)))
     net.to(device)
     noise_mask = torch.zeros(size, device=device)
-    noise_mask[: PROPRIO_SIZE + SLOT_SIZE * len(layout.object_names)] = 1.0
+    noise_mask[: PROPRIO_SIZE + SLOT_SIZE * layout.slots] = 1.0
 
     x_t, y_t = torch.from_numpy(x_train).to(device), torch.from_numpy(y_train).to(device)
     optimiser = torch.optim.AdamW(net.parameters(), lr=config.lr, weight_decay=config.weight_decay)

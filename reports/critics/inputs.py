@@ -89,21 +89,34 @@ def feature_groups(episodes: list[dict], suite: str) -> dict[int, dict[str, np.n
     return groups
 
 
-def score(train: list[dict], held: list[dict], groups: dict, names: tuple[str, ...], gamma: float,
-          after_burst: int, hidden: int = 64) -> np.ndarray:
-    """Per training seed: held-out AUROC of the episode's peak of 1 - V, and of its post-burst peak."""
-    inputs = {id(e): np.concatenate([groups[id(e)][n] for n in names], axis=1).astype(np.float32) for e in train + held}
-    x = np.concatenate([inputs[id(e)] for e in train])
+def fit_nets(train: list[dict], groups: dict, names: tuple[str, ...], gamma: float, hidden: int = 64,
+             seeds: tuple[int, ...] = (2000, 2001)) -> list:
+    """V on the ``names`` inputs of the training rollouts, one net per training seed."""
+    x = np.concatenate([inputs_of(groups, e, names) for e in train])
     y = np.concatenate([discounted_outcome(len(e["state"]), bool(e["success"]), gamma) for e in train])
+    return [fit_value_net(x, y, seed=seed, hidden=hidden) for seed in seeds]
+
+
+def held_out_rows(nets: list, held: list[dict], groups: dict, names: tuple[str, ...], after_burst: int) -> np.ndarray:
+    """Per net: held-out AUROC of the episode's peak of 1 - V, and of its post-burst peak."""
     labels, ends, bursts = failure_labels(held)
     rows = []
-    for seed in (2000, 2001):
-        net = fit_value_net(x, y, seed=seed, hidden=hidden)
+    for net in nets:
         with torch.no_grad():
-            signals = [1 - net(torch.from_numpy(inputs[id(e)])).numpy() for e in held]
+            signals = [1 - net(torch.from_numpy(inputs_of(groups, e, names))).numpy() for e in held]
         rows.append((auroc(np.array([s.max() for s in signals]), labels),
                      auroc(after_burst_peaks(signals, ends, after_burst)[bursts], labels[bursts])))
     return np.array(rows)
+
+
+def inputs_of(groups: dict, episode: dict, names: tuple[str, ...]) -> np.ndarray:
+    return np.concatenate([groups[id(episode)][n] for n in names], axis=1).astype(np.float32)
+
+
+def score(train: list[dict], held: list[dict], groups: dict, names: tuple[str, ...], gamma: float,
+          after_burst: int, hidden: int = 64) -> np.ndarray:
+    """Per training seed: held-out AUROC of the episode's peak of 1 - V, and of its post-burst peak."""
+    return held_out_rows(fit_nets(train, groups, names, gamma, hidden), held, groups, names, after_burst)
 
 
 def report(name: str, train: list[dict], rows: np.ndarray) -> None:
