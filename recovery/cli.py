@@ -567,7 +567,8 @@ def _train_critic_options(tc: argparse.ArgumentParser) -> None:
                     "--critic, or copy it into critics/checkpoints/ to ship it)")
     tc.add_argument("--hidden", type=int, default=CriticTrainConfig.hidden,
                     help="width of V(s)'s hidden layers (default %(default)s: it runs every step)")
-    tc.add_argument("--task-objects", action=argparse.BooleanOptionalAction, default=CriticTrainConfig.task_objects,
+    tc.add_argument("--task-objects", action=argparse.BooleanOptionalAction,
+                    default=CriticTrainConfig.task_objects,
                     help="each task sees only the objects of interest its BDDL file names, in slots the tasks share "
                          "(the object it picks up, where it goes), not the distractors (default on: failure "
                          "prediction after a burst 0.66 -> 0.72 AUROC on libero_spatial, 0.89 -> 0.93 on libero_object)")

@@ -25,8 +25,8 @@ of its peak over the 20 steps after the burst):
 - ``+tracking``: ``inputs.py``'s tracking error inputs;
 - and, last, ``task objects, slots by role`` with a net ``WIDE`` wide instead of 64.
 
-With EXTRA (``more_disturbed.py SUITE 80 EXTRA``), a second table: more disturbed training rollouts,
-and a fresh held-out set that no choice above saw.
+With EXTRA (``more_disturbed.py SUITE N EXTRA``), a second table: more disturbed training rollouts
+(N - 20 a task), and a fresh held-out set that no choice above saw (the last 20 of each task).
 
 Usage: python reports/critics/focus.py SUITE DATA [EXTRA]
 """
@@ -37,7 +37,8 @@ import sys
 import recovery  # noqa: F401  (pins the float paths before numpy is used)
 import numpy as np
 
-from inputs import feature_groups, fit_nets, held_out_rows, open_store, report, score  # this folder's experiment scripts share their start
+from inputs import (feature_groups, fit_nets, held_out_rows, open_store,  # this folder's experiments share their start
+                    report, score)
 from recovery.core.features import PROPRIO_SIZE, axis_angle_rot6d, quat_rot6d
 from recovery.pipelines.train_critic import failure_labels, rollout_features, rollout_layout
 from sim.tasks import resolve_tasks
@@ -55,7 +56,7 @@ VARIANTS = {
     "task objects by role, +tracking": ("task_objects", "tracking"),
 }
 WIDE = 128  # the last row: task objects by role, a wider net
-FRESH = (60, 80)  # with EXTRA: each task's extra rollouts from 60 to 80 are a fresh held-out set
+FRESH = 20  # with EXTRA: each task's last 20 extra rollouts are a fresh held-out set
 SEEDS = tuple(range(2000, 2005))  # training seeds of the EXTRA table: one seed moves the post-burst AUROC by 0.05
 
 
@@ -104,19 +105,20 @@ def main() -> None:
 
 
 def with_extra(config, held: list[dict], train: list[dict], extra: list[dict], groups: dict) -> None:
-    """More disturbed training rollouts (the first ``FRESH[0]`` of each task's extra ones), scored on
-    the store's held-out set and on a fresh one: each task's extra rollouts ``FRESH[0]``-``FRESH[1]``,
-    never trained on (the variants above were chosen on the store's held-out set; this one says
-    whether that choice holds). Five training seeds, each net scored on both sets."""
+    """More disturbed training rollouts (none, half and all but the last ``FRESH`` of each task's extra
+    ones), scored on the store's held-out set and on a fresh one: each task's last ``FRESH`` extra
+    rollouts, never trained on (the variants above were chosen on the store's held-out set; this one
+    says whether that choice holds). Five training seeds, each net scored on both sets."""
     by_task: dict[int, list[dict]] = {}
     for e in extra:
         by_task.setdefault(int(e["task"]), []).append(e)
-    fresh = [e for rollouts in by_task.values() for e in rollouts[FRESH[0]:FRESH[1]]]
+    spare = min(map(len, by_task.values())) - FRESH  # extra rollouts a task may train on
+    fresh = [e for rollouts in by_task.values() for e in rollouts[spare:spare + FRESH]]
     labels, _, bursts = failure_labels(fresh)
     print(f"\nfresh held-out set: {len(fresh)} disturbed rollouts, after the burst {labels[bursts].sum()} failures, "
           f"{(1 - labels[bursts]).sum()} successes\n\n| input | training rollouts | held out | AUROC | after the burst |"
           "\n|---|---|---|---|---|", flush=True)
-    for per_task in (0, FRESH[0] // 2, FRESH[0]):
+    for per_task in sorted({0, spare // 2, spare}):
         more = train + [e for rollouts in by_task.values() for e in rollouts[:per_task]]
         for name in ("state", "task objects, slots by role"):
             nets = fit_nets(more, groups, VARIANTS[name], 0.99, seeds=SEEDS)
