@@ -61,6 +61,12 @@ def _recovery_options(args: argparse.Namespace, keep_trace: bool = False):
                                                        repair=RepairConfig(displaced=args.repair_displaced)))
 
 
+def _interrupted(kept: str) -> int:
+    """What a resumable command says on Ctrl-C (what it kept, how to go on), and its exit status."""
+    print(f"\ninterrupted: {kept}; run the same command to resume", file=sys.stderr)
+    return 130
+
+
 def _cmd_eval(args: argparse.Namespace) -> int:
     from recovery.evaluation.runner import EvalConfig, evaluate
     from recovery.evaluation.stats import format_table, summarize
@@ -75,9 +81,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     try:
         records = evaluate(config)
     except KeyboardInterrupt:
-        print(f"\ninterrupted: finished episodes are kept in {config.out}; run the same command to resume",
-              file=sys.stderr)
-        return 130
+        return _interrupted(f"finished episodes are kept in {config.out}")
     table = format_table(summarize(records))
     summary_path = config.out.with_suffix(".summary.md")
     summary_path.write_text(table + "\n")
@@ -348,9 +352,7 @@ def _cmd_train_selector(args: argparse.Namespace) -> int:
     try:
         final = train_selector(config)
     except KeyboardInterrupt:
-        print(f"\ninterrupted: {config.out / 'checkpoint.zip'} holds the last checkpoint; run the same command "
-              "to resume", file=sys.stderr)
-        return 130
+        return _interrupted(f"{config.out / 'checkpoint.zip'} holds the last checkpoint")
     print(f"selector: {final}\ncurve: {config.out / 'learning_curve.png'}\nthroughput: {config.out / 'throughput.json'}")
     print(f"evaluate: recovery eval --suite {args.suite} --policy {args.policy} --selector ppo --selector-path {final}")
     return 0
@@ -610,9 +612,7 @@ def _cmd_improve_selector(args: argparse.Namespace) -> int:
     try:
         final = improve_selector(config)
     except KeyboardInterrupt:
-        print(f"\ninterrupted: {config.run_dir / 'labels.npz'} holds the episodes labelled so far; run the same "
-              "command to go on", file=sys.stderr)
-        return 130
+        return _interrupted(f"{config.run_dir / 'labels.npz'} holds the episodes labelled so far")
     print((config.run_dir / "report.json").read_text())
     print(f"selector: {final}\nevaluate: recovery eval --suite {args.suite} --policy {args.policy} --selector ppo "
           f"--selector-path {final} --disturbance {args.disturbance[0]}")

@@ -30,12 +30,11 @@ import numpy as np
 from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import SubprocVecEnv
 
-from recovery.core.errors import RecoveryError
 from recovery.core.files import load_arrays, save_arrays
 from recovery.core.interrupts import stop_on_interrupt
 from recovery.core.modes import Mode
 from recovery.learning.env import SelectorEnvConfig
-from recovery.learning.run_dir import save_atomically
+from recovery.learning.run_dir import prepare_run, save_atomically
 from recovery.learning.train import make_env
 from recovery.learning.warm_start import fit_minibatches
 from recovery.pipelines.train_critic import auroc
@@ -55,10 +54,6 @@ COLUMN_TYPES = {"observations": np.float32, "actions": np.int64, "labelled": boo
                 "episode": np.int64}
 UNLABELLED = {"since": -1, "alone": False, "after": False, "ran": False, "displaced": np.nan, "tilted": np.nan,
               "holding": np.nan}
-
-
-class ImproveSettingsError(RecoveryError, ValueError):
-    """A run directory that holds labels of another selector or other settings."""
 
 
 @dataclass(frozen=True)
@@ -249,11 +244,8 @@ def improve_selector(config: ImproveConfig) -> Path:
     """Collect the labels still missing (resuming ``out/labels.npz``), fit, write the report and the
     improved selector; returns its path."""
     out = config.run_dir
-    out.mkdir(parents=True, exist_ok=True)
-    settings, path = out / "config.json", out / "labels.npz"
-    if settings.exists() and json.loads(settings.read_text()) != config.identity():
-        raise ImproveSettingsError(f"{out} holds labels collected with other settings ({settings}): use another --out")
-    settings.write_text(json.dumps(config.identity(), indent=2) + "\n")
+    prepare_run(out, config.identity())  # refuses a directory whose labels were collected with other settings
+    path = out / "labels.npz"
     selector = config.selector or shipped_selector(config.env.suite)
     model = PPO.load(selector, device=config.device)
     critic = critic_path(RecoveryOptions(critic=config.env.critic), config.env.suite)
