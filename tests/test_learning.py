@@ -364,14 +364,16 @@ def test_training_collects_with_ray_actors(tmp_path, local_ray):
     assert json.loads((tmp_path / "run" / "throughput.json").read_text())["ray"] is True
 
 
-@pytest.mark.parametrize("suite", ["libero_object", "libero_spatial"])
-def test_the_shipped_selector_loads_with_its_suites_critic(suite):
+@pytest.mark.parametrize("suite, let_go", [("libero_object", None), ("libero_spatial", True)])
+def test_the_shipped_selector_loads_with_its_suites_critic(suite, let_go):
+    """Advised as in training: libero_object's selector predates the drop trigger and its checkpoint
+    does not record it (advised without it); libero_spatial's (2026-12-07) was trained with it on."""
     from recovery.supervision.ppo import shipped_selector
 
     selector = PPOSelector(shipped_selector(suite), critic_path(RecoveryOptions(), suite))
     assert selector.layout.version == 2 and selector.advisor is not None  # reads tracking and the rule's advice
-    # advised as in training: the drop trigger came after it, and its checkpoint does not record it
-    assert "retry_on_let_go" not in selector.settings()["advised_by"] and not selector.advisor.config.retry_on_let_go
+    assert selector.settings()["advised_by"].get("retry_on_let_go") is let_go
+    assert selector.advisor.config.retry_on_let_go is bool(let_go)
     assert selector.decide(_context(steps=20, quality_steps=20)) in LEARNED_MODES
 
 
