@@ -171,12 +171,13 @@ def clone(policy, data: TeacherDecisions, config: WarmStartConfig, seed: int = 0
 
 
 def fit_minibatches(policy, rows: int, loss: Callable, epochs: int, batch_size: int, learning_rate: float,
-                    seed: int) -> None:
-    """Adam over ``policy``'s parameters, ``epochs`` passes over ``rows`` rows in shuffled minibatches
-    (seeded), in training mode; ``loss(batch)``: the loss of the rows indexed by ``batch``."""
+                    seed: int, weight_decay: float = 0.0) -> None:
+    """Adam over ``policy``'s parameters (AdamW's decoupled ``weight_decay``; at 0 the very steps of
+    Adam), ``epochs`` passes over ``rows`` rows in shuffled minibatches (seeded), in training mode;
+    ``loss(batch)``: the loss of the rows indexed by ``batch``."""
     import torch
 
-    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
+    optimizer = torch.optim.AdamW(policy.parameters(), lr=learning_rate, weight_decay=weight_decay)
     generator = torch.Generator().manual_seed(seed)
     policy.set_training_mode(True)
     for _ in range(epochs):

@@ -123,10 +123,8 @@ def rollout_layout(episodes: list[dict], suite: str, task_objects: bool = False)
     or, with ``task_objects``, each task's objects of interest in slots the tasks share."""
     names = tuple(sorted({n.decode() for e in episodes for n in e["object_names"]}))
     tasks = resolve_tasks(suite, None)
-    if not task_objects:
-        return FeatureLayout(names, tuple(t.instruction for t in tasks))
-    return FeatureLayout(names, tuple(t.instruction for t in tasks), tuple(t.objects_of_interest() for t in tasks),
-                         task_slots=True)
+    return FeatureLayout(names, tuple(t.instruction for t in tasks),
+                         tuple(t.objects_of_interest() for t in tasks) if task_objects else (), task_slots=task_objects)
 
 
 def rollout_features(layout: FeatureLayout, episode: dict) -> np.ndarray:
