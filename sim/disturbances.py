@@ -9,6 +9,9 @@
   stands (knocked over).
   Both make the worlds a repair must put back (``recovery collect-repairs``).
 - ``gripper_open``: once the policy has held the gripper closed for a while, it is forced open.
+  (Its command is, for ``duration`` steps; the Panda's command moves a quarter of its range a step,
+  so the grip slackens for a few steps: the fingers on libero_object's soup can opened 0.3 mm. What
+  falls is what slips then.)
 - ``obs_noise``: a burst of Gaussian noise on the observed positions (the policy sees it; physics not).
 - ``action_jitter``: small Gaussian noise on every arm action, all episode long. Collecting
   demonstrations under it (DART) shows the expert correcting from states just off its path, while

@@ -223,6 +223,27 @@ def test_the_oracle_teacher_advises_a_retry_right_after_the_burst_and_nothing_el
     assert all(mode == Mode.EXECUTE for since, mode in advice if since is None or since >= ENV.supervisor.retry_horizon)
 
 
+def test_the_oracle_hands_a_gripper_fault_to_the_rule_from_its_onset():
+    """``rule_teaches``: under ``gripper_open`` the teacher is the oracle (EXECUTE) until the fault,
+    then the rule, here where the two disagree (the rule still asks for a RETRY once the oracle's
+    window after the fault has passed)."""
+    env = SelectorEnv(replace(ENV, disturbances=("gripper_open",), disturbed_share=1.0, max_steps=90))
+    try:
+        env.reset(seed=13)
+        advice, done = [], False
+        while not done:
+            began = env._backend.record()["fired_at"] is not None
+            advice.append((began, env.teacher_advice("oracle", ("gripper_open",)), env.teacher_advice("rule"),
+                           env.teacher_advice("oracle")))
+            done = env.step(LEARNED_MODES.index(Mode.EXECUTE))[2]
+    finally:
+        env.close()
+    assert all(mode == Mode.EXECUTE for began, mode, _, _ in advice if not began), advice
+    after = [(mode, rule, oracle) for began, mode, rule, oracle in advice if began]
+    assert after and all(mode == rule for mode, rule, _ in after), advice
+    assert any(mode != oracle for mode, _, oracle in after), advice
+
+
 def test_the_warm_start_clones_the_rule_selector_onto_unseen_decisions():
     """Constructed decision points: quality traces with and without a drop, varying budgets and
     cooldowns, labelled by the real rule; the clone must reproduce it on held-out episodes."""

@@ -55,6 +55,29 @@ def test_a_run_whose_decisions_mean_something_else_is_refused(tmp_path, change, 
         load_collections((good, other), CONFIG.identity())
 
 
+def test_collections_join_where_they_name_one_teacher_for_every_kind_of_episode_both_drew(tmp_path):
+    """A burst-only oracle collection joins one whose ``gripper_open`` episodes the rule taught (it
+    drew no such episode), and a run that names both teachers so; not one whose oracle taught them."""
+    oracle = replace(CONFIG, warm_start=WarmStartConfig(teacher="oracle"))
+    burst = _run(tmp_path / "burst", oracle, episodes=1, seed=0)
+    drops = replace(oracle, env=replace(CONFIG.env, disturbances=("gripper_open",)))
+    by_rule = _run(tmp_path / "by_rule", replace(drops, warm_start=WarmStartConfig("oracle", ("gripper_open",))),
+                   episodes=2, seed=1)
+    by_oracle = _run(tmp_path / "by_oracle", drops, episodes=1, seed=2)
+    both = replace(oracle, env=replace(CONFIG.env, disturbances=("action_noise", "gripper_open")),
+                   warm_start=WarmStartConfig("oracle", ("gripper_open",)))
+    assert len(load_collections((burst, by_rule), both.identity()).successes) == 3
+    with pytest.raises(TeacherDataError, match=r"by_oracle collected its decisions with other settings \(teacher"):
+        load_collections((burst, by_oracle), both.identity())
+
+
+def test_only_the_oracle_hands_episodes_to_the_rule_and_only_under_known_disturbances():
+    with pytest.raises(ValueError, match="needs the oracle as the teacher"):
+        WarmStartConfig("rule", ("gripper_open",))
+    with pytest.raises(ValueError, match="unknown disturbance 'gripper_shut'"):
+        WarmStartConfig("oracle", ("gripper_shut",))
+
+
 def test_a_run_started_before_a_setting_existed_joins_if_it_is_at_its_default(tmp_path):
     """``reward.counterfactual`` came after the collections the shipped selectors were cloned from."""
     older = _run(tmp_path / "older", CONFIG, episodes=1, seed=0)

@@ -177,10 +177,12 @@ class SelectorEnv(gym.Env):
         """The supervisor's view at the pending decision."""
         return self._context
 
-    def teacher_advice(self, teacher: str) -> Mode:
+    def teacher_advice(self, teacher: str, rule_teaches: tuple[str, ...] = ()) -> Mode:
         """The warm start's teacher's mode at the pending decision: the rule's advice, or the
-        disturbance oracle's (it reads this environment's simulated disturbance)."""
-        if teacher == "rule":
+        disturbance oracle's (it reads this environment's simulated disturbance); with the oracle, the
+        rule's in an episode under one of ``rule_teaches`` once that disturbance has begun."""
+        ruled = self._episode["disturbance"] in rule_teaches and self._backend.record()["fired_at"] is not None
+        if teacher == "rule" or ruled:
             return self._advisor.advise(self._context)
         return self._oracle.decide(self._context)
 
