@@ -61,11 +61,11 @@ def test_collections_join_where_they_name_one_teacher_for_every_kind_of_episode_
     oracle = replace(CONFIG, warm_start=WarmStartConfig(teacher="oracle"))
     burst = _run(tmp_path / "burst", oracle, episodes=1, seed=0)
     drops = replace(oracle, env=replace(CONFIG.env, disturbances=("gripper_open",)))
-    by_rule = _run(tmp_path / "by_rule", replace(drops, warm_start=WarmStartConfig("oracle", ("gripper_open",))),
-                   episodes=2, seed=1)
+    ruled = WarmStartConfig(teacher="oracle", rule_teaches=("gripper_open",))
+    by_rule = _run(tmp_path / "by_rule", replace(drops, warm_start=ruled), episodes=2, seed=1)
     by_oracle = _run(tmp_path / "by_oracle", drops, episodes=1, seed=2)
     both = replace(oracle, env=replace(CONFIG.env, disturbances=("action_noise", "gripper_open")),
-                   warm_start=WarmStartConfig("oracle", ("gripper_open",)))
+                   warm_start=ruled)
     assert len(load_collections((burst, by_rule), both.identity()).successes) == 3
     with pytest.raises(TeacherDataError, match=r"by_oracle collected its decisions with other settings \(teacher"):
         load_collections((burst, by_oracle), both.identity())
@@ -73,9 +73,9 @@ def test_collections_join_where_they_name_one_teacher_for_every_kind_of_episode_
 
 def test_only_the_oracle_hands_episodes_to_the_rule_and_only_under_known_disturbances():
     with pytest.raises(ValueError, match="needs the oracle as the teacher"):
-        WarmStartConfig("rule", ("gripper_open",))
+        WarmStartConfig(teacher="rule", rule_teaches=("gripper_open",))
     with pytest.raises(ValueError, match="unknown disturbance 'gripper_shut'"):
-        WarmStartConfig("oracle", ("gripper_shut",))
+        WarmStartConfig(teacher="oracle", rule_teaches=("gripper_shut",))
 
 
 def test_a_run_started_before_a_setting_existed_joins_if_it_is_at_its_default(tmp_path):
