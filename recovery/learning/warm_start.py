@@ -232,7 +232,8 @@ def warm_start(model, venv: VecEnv, config: WarmStartConfig, out: Path, seed: in
         data = (load_collections(config.teacher_data, identity, defaults) if config.teacher_data
                 else collect(venv, config, model.gamma))
         data.save(cached)
-    report = {"teacher": config.teacher, "rule_teaches": list(config.rule_teaches), "joined_from": list(config.teacher_data),
+    report = {"teacher": config.teacher, "rule_teaches": list(config.rule_teaches),
+              "joined_from": list(config.teacher_data),
               **clone(model.policy, data, config, seed)}
     (out / "warm_start.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
