@@ -76,6 +76,8 @@ def test_only_the_oracle_hands_episodes_to_the_rule_and_only_under_known_disturb
         WarmStartConfig(teacher="rule", rule_teaches=("gripper_open",))
     with pytest.raises(ValueError, match="unknown disturbance 'gripper_shut'"):
         WarmStartConfig(teacher="oracle", rule_teaches=("gripper_shut",))
+    with pytest.raises(ValueError, match="nominal episodes are the oracle's"):
+        WarmStartConfig(teacher="oracle", rule_teaches=("none",))
 
 
 def test_a_run_started_before_a_setting_existed_joins_if_it_is_at_its_default(tmp_path):

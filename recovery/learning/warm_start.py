@@ -65,7 +65,8 @@ class WarmStartConfig:
             raise ValueError("rule_teaches hands the oracle's episodes under some disturbances to the rule: it needs "
                              f"the oracle as the teacher, not {self.teacher!r}")
         for name in self.rule_teaches:
-            DisturbanceConfig(name)  # an unknown name fails here
+            if DisturbanceConfig(name).name == "none":  # an unknown name fails there
+                raise ValueError("rule_teaches names disturbances; nominal episodes are the oracle's (it says EXECUTE)")
 
 
 def teachers_by_disturbance(settings: dict) -> dict[str, str]:
@@ -151,8 +152,10 @@ def load_collections(run_dirs: tuple[str, ...], identity: dict, defaults: dict |
         source = saved_settings(saved, defaults)
         differ = differing(source["env"], identity["env"], ignore=JOINABLE_ENV_SETTINGS)
         taught, teaches = teachers_by_disturbance(source), teachers_by_disturbance(identity)
-        differ += ["teacher"] * any(taught[name] != teaches[name] for name in taught.keys() & teaches.keys())
-        differ += ["gamma"] * (source["ppo"]["gamma"] != identity["ppo"]["gamma"])
+        if any(taught[name] != teaches[name] for name in taught.keys() & teaches.keys()):
+            differ.append("teacher")
+        if source["ppo"]["gamma"] != identity["ppo"]["gamma"]:
+            differ.append("gamma")
         if differ:
             raise TeacherDataError(f"{run} collected its decisions with other settings ({', '.join(differ)} differ): "
                                    "its observations, teacher or returns would mean something else here")
@@ -160,15 +163,19 @@ def load_collections(run_dirs: tuple[str, ...], identity: dict, defaults: dict |
     return join(parts)
 
 
+def held_out(data: TeacherDecisions, share: float, seed: int) -> np.ndarray:
+    """Which decisions belong to the ``share`` of episodes kept out of fitting (drawn with ``seed``)."""
+    episodes = np.unique(data.episode)
+    held = np.random.default_rng(seed).choice(episodes, size=int(round(len(episodes) * share)), replace=False)
+    return np.isin(data.episode, held)
+
+
 def clone(policy, data: TeacherDecisions, config: WarmStartConfig, seed: int = 0) -> dict:
     """Fit ``policy`` (an SB3 ActorCriticPolicy) to the teacher: cross-entropy on its actions, squared
     error of the value head on the discounted returns. Returns the agreement on held-out episodes."""
     import torch
 
-    rng = np.random.default_rng(seed)
-    episodes = np.unique(data.episode)
-    held = set(rng.choice(episodes, size=int(round(len(episodes) * config.held_out)), replace=False).tolist())
-    test = np.isin(data.episode, list(held))
+    test = held_out(data, config.held_out, seed)
     train = ~test
 
     def tensors(mask):
@@ -184,7 +191,7 @@ def clone(policy, data: TeacherDecisions, config: WarmStartConfig, seed: int = 0
 
     fit_minibatches(policy, len(obs), loss, config.epochs, config.batch_size, config.learning_rate, seed)
     held_obs, held_actions, _ = tensors(test)
-    return {"teacher_decisions": int(len(data.actions)), "teacher_episodes": int(len(episodes)),
+    return {"teacher_decisions": int(len(data.actions)), "teacher_episodes": int(len(np.unique(data.episode))),
             "teacher_success_rate": float(data.successes.mean()),
             "teacher_intervention_share": float((data.actions != 0).mean()),
             "train": agreement(policy, obs, actions), "held_out": agreement(policy, held_obs, held_actions)}

@@ -15,15 +15,13 @@ import numpy as np
 import torch
 from stable_baselines3 import PPO
 
-from recovery.learning.warm_start import TeacherDecisions, agreement, fit_minibatches
+from recovery.learning.warm_start import TeacherDecisions, agreement, fit_minibatches, held_out
 
 torch.set_num_threads(1)  # the figures in reports/selector_oracle.md were fitted on one thread; more change
 # the order of the sums, and 200 epochs carry that into which bursts are caught
 run, seed = sys.argv[1], int(sys.argv[2])
 data = TeacherDecisions.load(f"{run}/warm_start.npz")
-episodes = np.unique(data.episode)
-held = np.random.default_rng(seed).choice(episodes, size=int(round(len(episodes) * 0.2)), replace=False)
-test = np.isin(data.episode, held)
+test = held_out(data, 0.2, seed)  # the share WarmStartConfig holds out
 obs, actions, returns = (torch.as_tensor(a[~test]) for a in (data.observations, data.actions, data.returns))
 held_obs, held_actions = torch.as_tensor(data.observations[test]), torch.as_tensor(data.actions[test])
 
