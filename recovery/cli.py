@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from recovery.core.errors import RecoveryError
 from recovery.supervision.config import (REPAIRS, ROLLBACKS, SELECTORS, SHIPPED_REFERENCES, TARGET_SCORES,
-                                         RecoveryOptions, RepairConfig, SupervisorConfig)
+                                         RecoveryOptions, RepairConfig, RollbackConfig, SupervisorConfig)
 from sim.disturbances import DISTURBANCES
 
 if TYPE_CHECKING:  # for annotations only: the learning environment loads MuJoCo
@@ -58,6 +58,7 @@ def _recovery_options(args: argparse.Namespace, keep_trace: bool = False):
                            critic=args.critic, selector_path=args.selector_path, rule_config=args.rule_config,
                            supervisor=SupervisorConfig(max_rollbacks=args.max_rollbacks, keep_trace=keep_trace,
                                                        target_score=args.rollback_target,
+                                                       rollback=RollbackConfig(blocked_force=args.blocked_force),
                                                        repair=RepairConfig(displaced=args.repair_displaced)))
 
 
@@ -179,6 +180,10 @@ def _add_recovery_args(parser: argparse.ArgumentParser, selector_default: str | 
                      "metric, or the value critic's V (reads --critic; default %(default)s)")
     rec.add_argument("--max-rollbacks", type=int, default=SupervisorConfig.max_rollbacks,
                      help="recovery budget per episode (default %(default)s)")
+    rec.add_argument("--blocked-force", type=float, default=RollbackConfig.blocked_force, metavar="N",
+                     help="a physical rollback pressing on something this hard (newtons) without its hand coming "
+                     f"closer for {RollbackConfig.blocked_steps} steps backs off upward and hands over, unreached; "
+                     "0: it presses on until its budget is spent, as before 2026-12-07 (default %(default)s)")
     several = ({"nargs": "+", "default": [disturbance_default]} if several_disturbances
                else {"default": disturbance_default})
     rec.add_argument("--disturbance", choices=DISTURBANCES, **several,
@@ -326,7 +331,8 @@ def _selector_env(args: argparse.Namespace, reward: RewardConfig | None = None) 
                              critic=args.critic, max_steps=args.max_steps,
                              rule=load_rule_config(args.rule_config) if args.rule_config else None,
                              supervisor=SupervisorConfig(max_rollbacks=args.max_rollbacks,
-                                                         target_score=args.rollback_target),
+                                                         target_score=args.rollback_target,
+                                                         rollback=RollbackConfig(blocked_force=args.blocked_force)),
                              reward=reward or RewardConfig())
 
 

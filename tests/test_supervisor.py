@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -232,6 +234,40 @@ def test_a_rollback_to_a_target_aside_lifts_the_hand_clear_first(object_backend)
     assert heights == sorted(heights[:first_joint + 1]) + heights[first_joint + 1:]  # straight up, never down
     commands, _, result, _ = roll_back_from_low_aside(0.0)  # no clearance: straight to the joints
     assert result.reached and result.details == {} and all(isinstance(command, JointTarget) for command in commands)
+
+
+def test_a_rollback_blocked_by_an_object_backs_off_instead_of_pressing_on(object_backend):
+    """The milk carton stands where the hand is going back to: the joint motion presses on it and the
+    hand comes no closer; the rollback rises clear and hands over, where it pressed on for its budget."""
+    def roll_back_onto_the_carton(config: RollbackConfig) -> tuple[list, RollbackResult, float]:
+        object_backend.reset(0, 7)
+        for _ in range(15):
+            object_backend.step(np.array([0.0, 0.0, -1.0, 0.0, 0.0, 1e-9, -1.0]))  # down to the table
+        target = remember(object_backend)
+        for _ in range(10):
+            object_backend.step(np.array([0.0, 0.0, 1.0, 0.0, 0.0, 1e-9, -1.0]))
+        sim = object_backend.raw.sim
+        addr = sim.model.get_joint_qpos_addr(object_backend.raw.objects_dict["milk_1"].joints[-1])[0]
+        sim.data.qpos[addr:addr + 2] = target.pose.pos[:2]  # under the hand, in the way down
+        sim.forward()
+        for _ in range(5):
+            object_backend.step(np.array([0.0, 0.0, 0.0, 0.0, 0.0, 1e-9, -1.0]))
+        rollback, commands = PhysicalRollback(target, config, object_backend), []
+        while (control := rollback.next(object_backend.observe(), object_backend.eef_pose(), Mode.RETRY)) is not None:
+            commands.append(control.command)
+            object_backend.step(control.command)
+        return commands, rollback.result(), object_backend.contacts().force
+
+    config = RollbackConfig()
+    commands, result, force = roll_back_onto_the_carton(config)
+    blocked = result.details["blocked_at"]
+    assert not result.reached and result.steps == len(commands) == blocked + result.details["back_off_steps"]
+    assert blocked < config.max_steps // 2 and force < config.blocked_force  # stopped early, clear of the carton
+    assert all(isinstance(c, JointTarget) for c in commands[:blocked])
+    assert all(isinstance(c, CartesianStep) and c.action[2] > 0 for c in commands[blocked:])  # straight up
+    commands, result, force = roll_back_onto_the_carton(replace(config, blocked_force=0.0))  # as before: press on
+    assert not result.reached and result.details == {} and result.steps == config.max_steps
+    assert force >= config.blocked_force
 
 
 @pytest.mark.parametrize("name", ["action_noise", "object_push", "gripper_open", "obs_noise"])

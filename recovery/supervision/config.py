@@ -21,6 +21,12 @@ class RollbackConfig:
     max_steps: int = 40  # a target out of reach is given up after this many control steps of the joint motion
     clearance: float = 0.05  # m: the hand first rises this far above both itself and the target (0: no lift)
     lift_steps: int = 15  # control steps the rise may take at most
+    # N: a motion pressing on something this hard while the hand has come no closer (1 mm) for ``blocked_steps``
+    # steps is blocked (mostly an object the disturbance moved into its path): it backs off straight up by
+    # ``clearance`` and ends, unreached, instead of pressing on until its budget is spent (not while it carries
+    # something back). 0: press on
+    blocked_force: float = 20.0
+    blocked_steps: int = 5
     pos_tol: float = 0.005
     rot_tol: float = 0.05
     # m: a rollback to the start needs the named objects where they lay there, leaving out any this close to the grip

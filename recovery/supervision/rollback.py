@@ -6,6 +6,8 @@ when the target held something (the supervisor then carries back what the grippe
 A target away from the hand is approached from above: the hand first rises straight up, clear of
 the objects around it, since a straight line in joint space sweeps the hand low across the table
 and knocks over what stands in its way (most of the tipped objects a snapshot would have saved).
+A motion that presses on something without coming closer (an object the disturbance moved into its
+path) backs off straight up and ends, unreached, rather than pushing on until its budget is spent.
 ``snapshot`` restores the whole simulator state in one event: a simulation-only upper bound,
 labelled as such in results.
 Neither steps the robot: each returns what the episode loop executes next.
@@ -31,6 +33,7 @@ FINGERS_STILL_STEPS = 3  # ... for this many steps have stopped (the gripper com
 # a reversal from closing to opening pauses the fingers for a step). A policy handed back half-closed
 # fingers reads them as a grasp.
 LIFTED = 0.01  # m: a hand this close below its lift height has risen; a target this close sideways is not lifted to
+PROGRESS = 0.001  # m: a hand that comes this much closer to its target is not blocked
 
 
 @dataclass(frozen=True)
@@ -54,18 +57,22 @@ class Rollback(Protocol):
 
 class PhysicalRollback:
     """Lift clear when the target is away from the hand, then a joint-space motion back to
-    ``target``, until the grip point is within tolerance and the fingers have stopped, or the
-    motion's budget is spent."""
+    ``target``, until the grip point is within tolerance and the fingers have stopped, the
+    motion's budget is spent, or it is blocked (then it backs off upward first)."""
 
     def __init__(self, target: NominalState, config: RollbackConfig, backend: RobotBackend):
         self.target, self.config = target, config
         self.command = JointTarget(target.joints, GRIPPER_CLOSE if target.holding else GRIPPER_OPEN)
         self.refused = backend.joint_move_problem(self.command, config.max_steps)
+        self._backend = backend
         self.steps, self._still = 0, 0
         self._fingers: np.ndarray | None = None
         self._errors = (float("inf"), float("inf"))
         self._lift: tuple[np.ndarray, np.ndarray] | None = None  # the pose the hand rises to first
         self.lift_steps = 0
+        self._closest, self._pressed = float("inf"), 0  # the hand's closest approach; steps pressing without it
+        self.blocked_at: int | None = None  # the motion's step where it was found blocked
+        self.back_off_steps = 0
 
     def next(self, obs: Observation, pose: EefPose, mode: Mode) -> Control | None:
         fingers = obs["state"][6:8]
@@ -74,8 +81,14 @@ class PhysicalRollback:
             self._still = self._still + 1 if moved < FINGERS_SETTLED else 0
         self._fingers = fingers
         self._errors = pose.distance(self.target.pose)
+        if self.blocked_at is not None:
+            return self._back_off(pose, mode)
         if self.refused or self.reached or self.steps >= self.config.max_steps + self.lift_steps:
             return None
+        if self._blocked():
+            self.blocked_at = self.steps
+            self._lift = np.array([pose.pos[0], pose.pos[1], pose.pos[2] + self.config.clearance]), pose.rot
+            return self._back_off(pose, mode)
         self.steps += 1
         if self.steps == 1:
             self._lift = self._lift_pose(pose)
@@ -85,6 +98,31 @@ class PhysicalRollback:
             return Control(CartesianStep(servo_action(pose.pos, pose.rot, *self._lift, self.command.gripper)), mode)
         self._lift = None
         return Control(self.command, mode)
+
+    def _blocked(self) -> bool:
+        """Whether the joint motion has pressed on something for ``blocked_steps`` steps in a row without
+        the hand coming closer to its target (not yet there: fingers still settling are not blocked). Not
+        while it carries something back: the grip presses on what it holds all the way."""
+        error = self._errors[0]
+        if (self.config.blocked_force <= 0 or self.target.holding or self._lift is not None
+                or error <= self.config.pos_tol):
+            self._closest, self._pressed = float("inf"), 0  # rising first, or there: the approach starts after
+            return False
+        if error < self._closest - PROGRESS:
+            self._closest, self._pressed = error, 0
+        elif self._backend.contacts().force >= self.config.blocked_force:
+            self._pressed += 1
+        else:
+            self._pressed = 0
+        return self._pressed >= self.config.blocked_steps
+
+    def _back_off(self, pose: EefPose, mode: Mode) -> Control | None:
+        """Rise straight up by ``clearance`` from where the motion was blocked (at most ``lift_steps``)."""
+        if pose.pos[2] >= self._lift[0][2] - LIFTED or self.back_off_steps >= self.config.lift_steps:
+            return None
+        self.steps += 1
+        self.back_off_steps += 1
+        return Control(CartesianStep(servo_action(pose.pos, pose.rot, *self._lift, self.command.gripper)), mode)
 
     def _lift_pose(self, pose: EefPose) -> tuple[np.ndarray, np.ndarray] | None:
         """Straight above the hand, ``clearance`` higher than the target, the hand's orientation kept.
@@ -104,6 +142,8 @@ class PhysicalRollback:
 
     def result(self) -> RollbackResult:
         details = {"lift_steps": self.lift_steps} if self.lift_steps else {}
+        if self.blocked_at is not None:
+            details.update(blocked_at=self.blocked_at, back_off_steps=self.back_off_steps)
         return RollbackResult(self.reached and not self.refused, self.steps, *self._errors, self.refused, details)
 
 
