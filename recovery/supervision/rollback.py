@@ -95,7 +95,7 @@ class PhysicalRollback:
         rising = self._lift is not None and pose.pos[2] < self._lift[0][2] - LIFTED
         if rising and self.lift_steps < self.config.lift_steps:
             self.lift_steps += 1
-            return Control(CartesianStep(servo_action(pose.pos, pose.rot, *self._lift, self.command.gripper)), mode)
+            return self._rise(pose, mode)
         self._lift = None
         return Control(self.command, mode)
 
@@ -122,6 +122,10 @@ class PhysicalRollback:
             return None
         self.steps += 1
         self.back_off_steps += 1
+        return self._rise(pose, mode)
+
+    def _rise(self, pose: EefPose, mode: Mode) -> Control:
+        """One period of the hand's straight rise to ``_lift`` (before the joint motion, or backing off)."""
         return Control(CartesianStep(servo_action(pose.pos, pose.rot, *self._lift, self.command.gripper)), mode)
 
     def _lift_pose(self, pose: EefPose) -> tuple[np.ndarray, np.ndarray] | None:

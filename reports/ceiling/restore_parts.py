@@ -8,8 +8,8 @@ physical rollback left it.
 - ``arm``: the arm's and the fingers' joint positions and velocities (an exact arm restore);
 - ``world``: every object (free joint): positions and velocities (a perfect repair of the world);
 - ``arm+world``: both (what the snapshot restores but for the controller's and the gripper command's state);
-- ``world-big``: only the objects more than 2 cm from their place or tilted more than 20 degrees
-  (the taxonomy's thresholds: a perfect repair of what ``recovery taxonomy`` calls damage).
+- ``world-big``: only the objects more than 2 cm from their place or tilted more than 0.35 rad
+  (20 degrees: the taxonomy's thresholds: a perfect repair of what ``recovery taxonomy`` calls damage).
 
 An object the hand held at the target, within 8 cm of the grip there, is left to the rollback (it
 carries it back). Patches do not cross process boundaries: run with ``--workers 1`` (we ran two
@@ -22,12 +22,13 @@ import sys
 
 from recovery.cli import main  # first: recovery pins the float paths before numpy and MuJoCo load (float_paths)
 import recovery.supervision.supervisor as supervisor
+from recovery.evaluation.taxonomy import DISPLACED, TIPPED
+from recovery.supervision.repair import pose_change
 
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
 PARTS = ("velocity", "arm", "world", "arm+world", "world-big")
-MOVED, TILTED = 0.02, 20.0  # m, degrees: the taxonomy's damage
 CARRIED = 0.08  # m: an object this close to the grip of a target that held something is in the hand
 
 
@@ -44,17 +45,11 @@ def _free_joints(model) -> list[tuple[int, int]]:
             if model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
 
 
-def _rotation(quat_wxyz: np.ndarray) -> np.ndarray:
-    out = np.zeros(9)
-    mujoco.mju_quat2Mat(out, quat_wxyz)
-    return out.reshape(3, 3)
-
-
 def _damaged(now: np.ndarray, then: np.ndarray) -> bool:
-    """Whether a free joint's pose ``now`` (pos + wxyz) is more than 2 cm or 20 degrees (about the direction
-    that pointed up) from ``then``."""
-    up = _rotation(now[3:7]) @ _rotation(then[3:7]).T @ np.array([0.0, 0.0, 1.0])
-    return bool(np.linalg.norm(now[:3] - then[:3]) > MOVED or np.degrees(np.arccos(np.clip(up[2], -1, 1))) > TILTED)
+    """Whether a free joint's pose ``now`` (MuJoCo's pos + wxyz) lies beyond the taxonomy's thresholds from
+    ``then``: displaced more than 2 cm or tilted more than 0.35 rad (``pose_change``, poses in xyzw)."""
+    displacement, tilt = pose_change(*(np.r_[q[:3], q[4:7], q[3]] for q in (then, now)))
+    return displacement > DISPLACED or tilt > TIPPED
 
 
 def _restore_part(part: str, backend, target) -> None:
