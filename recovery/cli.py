@@ -49,6 +49,10 @@ def _default_out(args: argparse.Namespace) -> Path:
     return Path("results") / f"{args.suite}_{policy}{variant}_seed{args.seed}.jsonl"
 
 
+def _rollback_config(args: argparse.Namespace) -> RollbackConfig:
+    return RollbackConfig(blocked_force=args.blocked_force, follow=args.follow)
+
+
 def _recovery_options(args: argparse.Namespace, keep_trace: bool = False):
     if not args.selector:
         return None
@@ -58,7 +62,7 @@ def _recovery_options(args: argparse.Namespace, keep_trace: bool = False):
                            critic=args.critic, selector_path=args.selector_path, rule_config=args.rule_config,
                            supervisor=SupervisorConfig(max_rollbacks=args.max_rollbacks, keep_trace=keep_trace,
                                                        target_score=args.rollback_target,
-                                                       rollback=RollbackConfig(blocked_force=args.blocked_force),
+                                                       rollback=_rollback_config(args),
                                                        repair=RepairConfig(displaced=args.repair_displaced)))
 
 
@@ -184,6 +188,11 @@ def _add_recovery_args(parser: argparse.ArgumentParser, selector_default: str | 
                      help="a physical rollback pressing on something this hard (newtons) without its hand coming "
                      f"closer for {RollbackConfig.blocked_steps} steps backs off upward and hands over, unreached; "
                      "0: it presses on until its budget is spent, as before 2026-12-07 (default %(default)s)")
+    rec.add_argument("--follow", type=float, default=RollbackConfig.follow, metavar="M",
+                     help="a physical rollback whose target had the hand within M metres of an object that has "
+                     f"moved since (more than {RollbackConfig.follow_moved} m, not knocked over) goes to where the "
+                     "hand was against the object, over it and down in straight lines; 0: to the remembered joints, "
+                     "as before 2026-12-08 (default %(default)s)")
     several = ({"nargs": "+", "default": [disturbance_default]} if several_disturbances
                else {"default": disturbance_default})
     rec.add_argument("--disturbance", choices=DISTURBANCES, **several,
@@ -332,7 +341,7 @@ def _selector_env(args: argparse.Namespace, reward: RewardConfig | None = None) 
                              rule=load_rule_config(args.rule_config) if args.rule_config else None,
                              supervisor=SupervisorConfig(max_rollbacks=args.max_rollbacks,
                                                          target_score=args.rollback_target,
-                                                         rollback=RollbackConfig(blocked_force=args.blocked_force)),
+                                                         rollback=_rollback_config(args)),
                              reward=reward or RewardConfig())
 
 

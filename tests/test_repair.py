@@ -10,9 +10,9 @@ from recovery.core.actions import GRIPPER_CLOSE, GRIPPER_OPEN, POS_SCALE
 from recovery.core.loop import LoopConfig, run_episode
 from recovery.core.modes import Mode
 from recovery.core.robot import EefPose, JointTarget, Observation
-from recovery.supervision.config import RepairConfig, SupervisorConfig
+from recovery.supervision.config import RepairConfig, RollbackConfig, SupervisorConfig
 from recovery.supervision.memory import NominalState
-from recovery.supervision.repair import repair_target, repaired
+from recovery.supervision.repair import followed, repair_target, repaired
 from recovery.supervision.selectors import RuleSelector
 from recovery.supervision.supervisor import Supervisor
 from tests.kinematic_robot import BASE, GRASP_REACH, KinematicRobot, ReachPolicy
@@ -151,6 +151,28 @@ def test_the_focus_is_the_dropped_object_else_a_named_one_knocked_over_else_the_
     stand = repair_target(tipped, both, TASK, CONFIG)  # the can lies 20 cm off, the box knocked over
     assert (stand.focus, stand.focus_tipped) == ("box", True)
     assert repair_target(now.observation, free, "reach the goal", CONFIG).focus is None  # nothing named
+
+
+def test_a_rollback_follows_the_object_its_target_had_the_hand_at_once_it_has_moved():
+    """The hand was 3 cm from the can there; the burst shoved the can 4 cm: the rollback goes where the
+    hand was against the can. Not for a can moved less, knocked over, or one the hand was not at."""
+    rollback, tipped = RollbackConfig(), CONFIG.tipped
+    then = _state(10, [0.5, 0, 1.0], {"can": [0.53, 0, 1.0], "box": [0.3, 0, 0.9]})
+    now = _state(20, [0.6, 0, 1.1], {"can": [0.53, 0.04, 1.0], "box": [0.3, 0.1, 0.9]})
+    follow = followed(now.observation, then, rollback, tipped)
+    assert follow.name == "can" and np.allclose(follow.shift, [0.0, 0.04, 0.0])  # the box moved more, but far off
+    assert followed(then.observation, then, rollback, tipped) is None  # nothing moved
+    nudged = _state(20, [0.6, 0, 1.1], {"can": [0.53, 0.015, 1.0], "box": [0.3, 0.1, 0.9]})
+    assert followed(nudged.observation, then, rollback, tipped) is None  # within follow_moved
+    over = np.r_[0.53, 0.04, 1.0, np.sin(0.4), 0, 0, np.cos(0.4)]  # 46 degrees over
+    knocked = dict(now.observation, object_poses={**now.observation["object_poses"], "can": over})
+    assert followed(knocked, then, rollback, tipped) is None
+    away = _state(10, [0.5, 0, 1.2], {"can": [0.53, 0, 1.0], "box": [0.3, 0, 0.9]})  # the hand 20 cm up
+    assert followed(now.observation, away, rollback, tipped) is None
+    held = _state(10, [0.5, 0, 1.0], {"can": [0.53, 0, 1.0], "box": [0.3, 0, 0.9]}, holding=True)
+    assert followed(now.observation, held, rollback, tipped) is None  # carried back: it comes along
+    assert followed(now.observation, then, RollbackConfig(follow=0.0), tipped) is None  # off
+    assert followed(now.observation, then, RollbackConfig(kind="snapshot"), tipped) is None  # the world is restored
 
 
 def test_a_larger_displaced_threshold_leaves_moved_objects_to_the_base_policy_but_still_repairs_drops_and_tips():

@@ -15,7 +15,8 @@ from recovery.core.modes import Mode
 from recovery.core.robot import CartesianStep, JointTarget
 from recovery.evaluation.trajectory import TrajectoryRecorder
 from recovery.evaluation.world import WorldWatch
-from recovery.supervision.config import RollbackConfig, SupervisorConfig
+from recovery.supervision.config import RepairConfig, RollbackConfig, SupervisorConfig
+from recovery.supervision.repair import followed
 from recovery.supervision.rollback import LIFTED, PhysicalRollback, RollbackResult
 from recovery.supervision.selectors import NoneSelector, RuleSelector
 from recovery.supervision.supervisor import Supervisor
@@ -236,6 +237,14 @@ def test_a_rollback_to_a_target_aside_lifts_the_hand_clear_first(object_backend)
     assert result.reached and result.details == {} and all(isinstance(command, JointTarget) for command in commands)
 
 
+def _place(backend: LiberoBackend, name: str, xy: np.ndarray) -> None:
+    """Put an object's origin at ``xy`` on the table (its height and orientation kept)."""
+    sim = backend.raw.sim
+    addr = sim.model.get_joint_qpos_addr(backend.raw.objects_dict[name].joints[-1])[0]
+    sim.data.qpos[addr:addr + 2] = xy
+    sim.forward()
+
+
 def test_a_rollback_blocked_by_an_object_backs_off_instead_of_pressing_on(object_backend):
     """The milk carton stands where the hand is going back to: the joint motion presses on it and the
     hand comes no closer; the rollback rises clear and hands over, where it pressed on for its budget."""
@@ -246,10 +255,7 @@ def test_a_rollback_blocked_by_an_object_backs_off_instead_of_pressing_on(object
         target = remember(object_backend)
         for _ in range(10):
             object_backend.step(np.array([0.0, 0.0, 1.0, 0.0, 0.0, 1e-9, -1.0]))
-        sim = object_backend.raw.sim
-        addr = sim.model.get_joint_qpos_addr(object_backend.raw.objects_dict["milk_1"].joints[-1])[0]
-        sim.data.qpos[addr:addr + 2] = target.pose.pos[:2]  # under the hand, in the way down
-        sim.forward()
+        _place(object_backend, "milk_1", target.pose.pos[:2])  # under the hand, in the way down
         for _ in range(5):
             object_backend.step(np.array([0.0, 0.0, 0.0, 0.0, 0.0, 1e-9, -1.0]))
         rollback, commands = PhysicalRollback(target, config, object_backend), []
@@ -268,6 +274,42 @@ def test_a_rollback_blocked_by_an_object_backs_off_instead_of_pressing_on(object
     commands, result, force = roll_back_onto_the_carton(replace(config, blocked_force=0.0))  # as before: press on
     assert not result.reached and result.details == {} and result.steps == config.max_steps
     assert force >= config.blocked_force
+
+
+def test_a_rollback_follows_the_object_its_target_had_the_hand_at(object_backend):
+    """The hand was over the soup can at the target; the can has been shoved 4 cm since: the rollback
+    goes back over the can, where the hand was against it, not to the place the can has left."""
+    still, soup = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 1e-9, -1.0]), "alphabet_soup_1"
+
+    def roll_back_after_the_can_moved(follow: float) -> tuple[RollbackResult, np.ndarray, np.ndarray, float]:
+        object_backend.reset(0, 7)
+        for _ in range(12):
+            object_backend.step(np.array([0.0, 0.0, -1.0, 0.0, 0.0, 1e-9, -1.0]))
+        _place(object_backend, soup, object_backend.eef_pose().pos[:2])  # under the hand
+        for _ in range(5):
+            object_backend.step(still)
+        target = replace(remember(object_backend), observation=object_backend.observe())
+        for _ in range(10):
+            object_backend.step(np.array([0.0, 0.0, 1.0, 0.0, 0.0, 1e-9, -1.0]))
+        _place(object_backend, soup, target.observation["object_poses"][soup][:2] + [0.04, 0.0])
+        for _ in range(5):
+            object_backend.step(still)
+        shoved = object_backend.observe()["object_poses"][soup][:3]
+        config = RollbackConfig(follow=follow)
+        rollback = PhysicalRollback(target, config, object_backend,
+                                    followed(object_backend.observe(), target, config, RepairConfig().tipped))
+        while (control := rollback.next(object_backend.observe(), object_backend.eef_pose(), Mode.RETRY)) is not None:
+            object_backend.step(control.command)
+        moved = float(np.linalg.norm(object_backend.observe()["object_poses"][soup][:3] - shoved))
+        return rollback.result(), object_backend.eef_pose().pos - target.pose.pos, shoved, moved
+
+    result, offset, shoved, moved = roll_back_after_the_can_moved(RollbackConfig.follow)
+    assert result.reached and result.details["follows"] == soup
+    np.testing.assert_allclose(result.details["shift"], [0.04, 0.0, 0.0], atol=0.002)
+    np.testing.assert_allclose(offset, result.details["shift"], atol=RollbackConfig.pos_tol)  # over the can again
+    assert moved < 0.002  # and it went around it
+    result, offset, _, _ = roll_back_after_the_can_moved(0.0)  # off: back to the joints, beside the can
+    assert result.reached and "follows" not in result.details and np.linalg.norm(offset) < RollbackConfig.pos_tol
 
 
 @pytest.mark.parametrize("name", ["action_noise", "object_push", "gripper_open", "obs_noise"])

@@ -23,10 +23,14 @@ class RollbackConfig:
     lift_steps: int = 15  # control steps the rise may take at most
     # N: a motion pressing on something this hard while the hand has come no closer (1 mm) for ``blocked_steps``
     # steps is blocked (mostly an object the disturbance moved into its path): it backs off straight up by
-    # ``clearance`` and ends, unreached, instead of pressing on until its budget is spent (not while it carries
-    # something back). 0: press on
+    # ``clearance`` and ends, unreached, instead of pressing on until its budget is spent. 0: press on
     blocked_force: float = 20.0
     blocked_steps: int = 5
+    # m: a target whose grip point was this close to an object that has moved since by more than ``follow_moved``
+    # (not knocked over, not in the hand) is approached shifted with the object: where the hand was against it,
+    # not where it no longer lies (the burst shoves the object the hand was about to grasp). 0: never
+    follow: float = 0.08
+    follow_moved: float = 0.02
     pos_tol: float = 0.005
     rot_tol: float = 0.05
     # m: a rollback to the start needs the named objects where they lay there, leaving out any this close to the grip

@@ -25,9 +25,9 @@ from recovery.core.features import quat_xyzw_to_matrix
 from recovery.core.loop import Control
 from recovery.core.modes import Mode
 from recovery.core.robot import EefPose, Observation
-from recovery.supervision.config import RepairConfig
+from recovery.supervision.config import RepairConfig, RollbackConfig
 from recovery.supervision.memory import NominalState
-from recovery.supervision.rollback import RollbackResult
+from recovery.supervision.rollback import Follow, RollbackResult
 from vla_wrappers.broker import ChunkBroker
 
 Poses = dict[str, np.ndarray]  # object name -> (7,) position + xyzw quaternion
@@ -122,6 +122,21 @@ def knocked_over(obs: Observation, start: NominalState, instruction: str, config
     """The objects the instruction names that lie knocked over now, against how they stood at the start."""
     return tuple(name for name, (_, tilt) in misplaced_named(obs, start, instruction, config).items()
                  if tilt > config.tipped)
+
+
+def followed(obs: Observation, target: NominalState, config: RollbackConfig, tipped: float) -> Follow | None:
+    """The object a physical rollback to ``target`` from ``obs`` follows (``RollbackConfig.follow``): the one
+    nearest the grip point there, if near enough, moved since and not knocked over (past ``tipped``). None
+    for a target that held something: a rollback carrying it back brings it along."""
+    then, now = (target.observation or {}).get("object_poses", {}), obs.get("object_poses", {})
+    near = {name: float(np.linalg.norm(pose[:3] - target.pose.pos)) for name, pose in then.items() if name in now}
+    if config.kind != "physical" or config.follow <= 0 or target.holding or not near:
+        return None
+    name = min(near, key=near.get)
+    moved, tilt = pose_change(then[name], now[name])
+    if near[name] > config.follow or moved <= config.follow_moved or tilt > tipped:
+        return None
+    return Follow(name, now[name][:3] - then[name][:3])
 
 
 def repair_target(obs: Observation, target: NominalState, instruction: str, config: RepairConfig) -> RepairTarget:

@@ -8,6 +8,9 @@ the objects around it, since a straight line in joint space sweeps the hand low 
 and knocks over what stands in its way (most of the tipped objects a snapshot would have saved).
 A motion that presses on something without coming closer (an object the disturbance moved into its
 path) backs off straight up and ends, unreached, rather than pushing on until its budget is spent.
+Where the target had the hand at an object that has moved since (the burst shoved the object it was
+about to grasp), the hand goes back to where it was against the object (``Follow``), over it and down
+in straight lines: the remembered joints would put it where the object no longer is, often on it.
 ``snapshot`` restores the whole simulator state in one event: a simulation-only upper bound,
 labelled as such in results.
 Neither steps the robot: each returns what the episode loop executes next.
@@ -55,13 +58,26 @@ class Rollback(Protocol):
     def result(self) -> RollbackResult: ...
 
 
+@dataclass(frozen=True)
+class Follow:
+    """The object a rollback's target had the hand at, and how far it has moved since (m, world frame):
+    the hand goes back to where it was against the object, not to where the object no longer is."""
+
+    name: str
+    shift: np.ndarray
+
+
 class PhysicalRollback:
     """Lift clear when the target is away from the hand, then a joint-space motion back to
     ``target``, until the grip point is within tolerance and the fingers have stopped, the
-    motion's budget is spent, or it is blocked (then it backs off upward first)."""
+    motion's budget is spent, or it is blocked (then it backs off upward first). With ``follow``,
+    the hand goes to the target's grip pose shifted with the object instead, in straight lines:
+    over it at the lift's height, then down."""
 
-    def __init__(self, target: NominalState, config: RollbackConfig, backend: RobotBackend):
-        self.target, self.config = target, config
+    def __init__(self, target: NominalState, config: RollbackConfig, backend: RobotBackend,
+                 follow: Follow | None = None):
+        self.target, self.config, self.follow = target, config, follow
+        self.goal = target.pose if follow is None else EefPose(target.pose.pos + follow.shift, target.pose.rot)
         self.command = JointTarget(target.joints, GRIPPER_CLOSE if target.holding else GRIPPER_OPEN)
         self.refused = backend.joint_move_problem(self.command, config.max_steps)
         self._backend = backend
@@ -80,7 +96,7 @@ class PhysicalRollback:
             moved = float(np.max(np.abs(fingers - self._fingers)))
             self._still = self._still + 1 if moved < FINGERS_SETTLED else 0
         self._fingers = fingers
-        self._errors = pose.distance(self.target.pose)
+        self._errors = pose.distance(self.goal)
         if self.blocked_at is not None:
             return self._back_off(pose, mode)
         if self.refused or self.reached or self.steps >= self.config.max_steps + self.lift_steps:
@@ -97,15 +113,23 @@ class PhysicalRollback:
             self.lift_steps += 1
             return self._rise(pose, mode)
         self._lift = None
+        if self.follow is not None:
+            return self._approach(pose, mode)
         return Control(self.command, mode)
 
+    def _approach(self, pose: EefPose, mode: Mode) -> Control:
+        """One period of the straight-line way to the shifted goal: over it at ``clearance`` above, then down."""
+        above = self.goal.pos + np.array([0.0, 0.0, self.config.clearance])
+        over = np.linalg.norm(pose.pos[:2] - self.goal.pos[:2]) < LIFTED
+        way = self.goal.pos if over else np.array([above[0], above[1], max(pose.pos[2], above[2])])
+        return Control(CartesianStep(servo_action(pose.pos, pose.rot, way, self.goal.rot, self.command.gripper)), mode)
+
     def _blocked(self) -> bool:
-        """Whether the joint motion has pressed on something for ``blocked_steps`` steps in a row without
-        the hand coming closer to its target (not yet there: fingers still settling are not blocked). Not
-        while it carries something back: the grip presses on what it holds all the way."""
+        """Whether the motion has pressed on something for ``blocked_steps`` steps in a row without
+        the hand coming closer to its target (not yet there: fingers still settling are not blocked). Carrying
+        something back, the grip presses on what it holds, but a carry that makes progress is never blocked."""
         error = self._errors[0]
-        if (self.config.blocked_force <= 0 or self.target.holding or self._lift is not None
-                or error <= self.config.pos_tol):
+        if self.config.blocked_force <= 0 or self._lift is not None or error <= self.config.pos_tol:
             self._closest, self._pressed = float("inf"), 0  # rising first, or there: the approach starts after
             return False
         if error < self._closest - PROGRESS:
@@ -133,10 +157,10 @@ class PhysicalRollback:
         None where the joint motion sweeps nothing aside (the target nearly above or below the hand),
         or the rise would risk more than it saves: the hand carries something back (a fast rise
         shakes a light grasp loose: LIBERO's bowls slip out)."""
-        aside = np.linalg.norm(pose.pos[:2] - self.target.pose.pos[:2]) >= LIFTED
+        aside = np.linalg.norm(pose.pos[:2] - self.goal.pos[:2]) >= LIFTED
         if self.config.clearance <= 0 or self.target.holding or not aside:
             return None
-        height = self.target.pose.pos[2] + self.config.clearance
+        height = self.goal.pos[2] + self.config.clearance
         return np.array([pose.pos[0], pose.pos[1], height]), pose.rot
 
     @property
@@ -146,6 +170,8 @@ class PhysicalRollback:
 
     def result(self) -> RollbackResult:
         details = {"lift_steps": self.lift_steps} if self.lift_steps else {}
+        if self.follow is not None:
+            details.update(follows=self.follow.name, shift=[round(float(x), 4) for x in self.follow.shift])
         if self.blocked_at is not None:
             details.update(blocked_at=self.blocked_at, back_off_steps=self.back_off_steps)
         return RollbackResult(self.reached and not self.refused, self.steps, *self._errors, self.refused, details)
@@ -169,7 +195,8 @@ class SnapshotRollback:
         return RollbackResult(True, 0, 0.0, 0.0)
 
 
-def start_rollback(target: NominalState, config: RollbackConfig, backend: RobotBackend) -> Rollback:
+def start_rollback(target: NominalState, config: RollbackConfig, backend: RobotBackend,
+                   follow: Follow | None = None) -> Rollback:
     if config.kind == "snapshot":
         return SnapshotRollback(target)
-    return PhysicalRollback(target, config, backend)
+    return PhysicalRollback(target, config, backend, follow)

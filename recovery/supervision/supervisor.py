@@ -28,8 +28,8 @@ from recovery.core.robot import ContactInfo, EefPose, Observation, RobotBackend
 from recovery.supervision.config import SupervisorConfig
 from recovery.supervision.grasp import GraspMonitor
 from recovery.supervision.memory import NominalMemory, NominalState
-from recovery.supervision.repair import (PolicyRepair, RepairTarget, finger_gap, knocked_over, misplaced_named,
-                                         repair_target)
+from recovery.supervision.repair import (PolicyRepair, RepairTarget, finger_gap, followed, knocked_over,
+                                         misplaced_named, repair_target)
 from recovery.supervision.rollback import Rollback, RollbackResult, start_rollback
 from vla_wrappers.broker import ChunkBroker
 
@@ -283,7 +283,8 @@ class Supervisor:
             self._rollback = PolicyRepair(target, self._next_goal, self.repair, self.config.repair)
             event = {**event, "repair": self._next_goal.focus}
         else:
-            self._rollback = start_rollback(target, self.config.rollback, self.backend)
+            self._rollback = start_rollback(target, self.config.rollback, self.backend,
+                                            followed(obs, target, self.config.rollback, self.config.repair.tipped))
         self._rollback_mode = mode
         return self._continue_rollback(obs, ({**event, "target_step": target.step, "goal": target.joints.tolist()},))
 
