@@ -189,10 +189,11 @@ def _add_recovery_args(parser: argparse.ArgumentParser, selector_default: str | 
                      f"closer for {RollbackConfig.blocked_steps} steps backs off upward and hands over, unreached; "
                      "0: it presses on until its budget is spent, as before 2026-12-07 (default %(default)s)")
     rec.add_argument("--follow", type=float, default=RollbackConfig.follow, metavar="M",
-                     help="a physical rollback whose target had the hand within M metres of an object that has "
-                     f"moved since (more than {RollbackConfig.follow_moved} m, not knocked over) goes to where the "
-                     "hand was against the object, over it and down in straight lines; 0: to the remembered joints, "
-                     "as before 2026-12-08 (default %(default)s)")
+                     help="a physical rollback whose target had the hand over an object (within M metres of it, "
+                     f"{RollbackConfig.follow_over} m of its origin sideways) that has moved since (more than "
+                     f"{RollbackConfig.follow_moved} m, not knocked over) goes to where the hand was against the object, "
+                     "over it and down in straight lines; 0: to the remembered joints, as before 2026-12-08 "
+                     "(default %(default)s)")
     several = ({"nargs": "+", "default": [disturbance_default]} if several_disturbances
                else {"default": disturbance_default})
     rec.add_argument("--disturbance", choices=DISTURBANCES, **several,

@@ -154,22 +154,24 @@ def test_the_focus_is_the_dropped_object_else_a_named_one_knocked_over_else_the_
 
 
 def test_a_rollback_follows_the_object_its_target_had_the_hand_at_once_it_has_moved():
-    """The hand was 3 cm from the can there; the burst shoved the can 4 cm: the rollback goes where the
-    hand was against the can. Not for a can moved less, knocked over, or one the hand was not at."""
+    """The hand was over the can there (3 cm above it); the burst shoved the can 4 cm: the rollback goes where
+    the hand was against the can. Not for a can moved less, knocked over, or one the hand was not over."""
     rollback, tipped = RollbackConfig(), CONFIG.tipped
-    then = _state(10, [0.5, 0, 1.0], {"can": [0.53, 0, 1.0], "box": [0.3, 0, 0.9]})
-    now = _state(20, [0.6, 0, 1.1], {"can": [0.53, 0.04, 1.0], "box": [0.3, 0.1, 0.9]})
+    then = _state(10, [0.5, 0, 1.03], {"can": [0.5, 0.01, 1.0], "box": [0.3, 0, 0.9]})
+    now = _state(20, [0.6, 0, 1.1], {"can": [0.5, 0.05, 1.0], "box": [0.3, 0.1, 0.9]})
     follow = followed(now.observation, then, rollback, tipped)
     assert follow.name == "can" and np.allclose(follow.shift, [0.0, 0.04, 0.0])  # the box moved more, but far off
     assert followed(then.observation, then, rollback, tipped) is None  # nothing moved
-    nudged = _state(20, [0.6, 0, 1.1], {"can": [0.53, 0.015, 1.0], "box": [0.3, 0.1, 0.9]})
+    nudged = _state(20, [0.6, 0, 1.1], {"can": [0.5, 0.025, 1.0], "box": [0.3, 0.1, 0.9]})
     assert followed(nudged.observation, then, rollback, tipped) is None  # within follow_moved
-    over = np.r_[0.53, 0.04, 1.0, np.sin(0.4), 0, 0, np.cos(0.4)]  # 46 degrees over
+    over = np.r_[0.5, 0.05, 1.0, np.sin(0.4), 0, 0, np.cos(0.4)]  # 46 degrees over
     knocked = dict(now.observation, object_poses={**now.observation["object_poses"], "can": over})
     assert followed(knocked, then, rollback, tipped) is None
-    away = _state(10, [0.5, 0, 1.2], {"can": [0.53, 0, 1.0], "box": [0.3, 0, 0.9]})  # the hand 20 cm up
+    away = _state(10, [0.5, 0, 1.2], {"can": [0.5, 0.01, 1.0], "box": [0.3, 0, 0.9]})  # the hand 20 cm up
     assert followed(now.observation, away, rollback, tipped) is None
-    held = _state(10, [0.5, 0, 1.0], {"can": [0.53, 0, 1.0], "box": [0.3, 0, 0.9]}, holding=True)
+    beside = _state(10, [0.5, 0, 1.0], {"can": [0.53, 0, 1.0], "box": [0.3, 0, 0.9]})  # at its side (a bowl's rim)
+    assert followed(_state(20, [0.6, 0, 1.1], {"can": [0.53, 0.04, 1.0]}).observation, beside, rollback, tipped) is None
+    held = _state(10, [0.5, 0, 1.03], {"can": [0.5, 0.01, 1.0], "box": [0.3, 0, 0.9]}, holding=True)
     assert followed(now.observation, held, rollback, tipped) is None  # carried back: it comes along
     assert followed(now.observation, then, RollbackConfig(follow=0.0), tipped) is None  # off
     assert followed(now.observation, then, RollbackConfig(kind="snapshot"), tipped) is None  # the world is restored

@@ -11,7 +11,9 @@ ends once the focus is back and the arm is at the target's pose, or when its ste
 control then returns to the base policy. The policy sees the current observation and
 ``obs["repair_target"]`` (``RepairTarget.observation``). The supervisor repairs only where there is
 a focus (else the arm's rollback does all there is to do). Object poses come from the simulator in LIBERO and from
-perception on a robot; where there are none, there is never a focus.
+perception on a robot; where there are none, there is never a focus. The same comparisons of the world now
+with a remembered one serve the physical rollback: whether the start still stands (``misplaced_named``) and
+which moved object it follows (``followed``).
 """
 
 from __future__ import annotations
@@ -126,15 +128,16 @@ def knocked_over(obs: Observation, start: NominalState, instruction: str, config
 
 def followed(obs: Observation, target: NominalState, config: RollbackConfig, tipped: float) -> Follow | None:
     """The object a physical rollback to ``target`` from ``obs`` follows (``RollbackConfig.follow``): the one
-    nearest the grip point there, if near enough, moved since and not knocked over (past ``tipped``). None
-    for a target that held something: a rollback carrying it back brings it along."""
+    nearest the grip point there, if near enough and under the hand, moved since and not knocked over (past
+    ``tipped``). None for a target that held something: a rollback carrying it back brings it along."""
     then, now = (target.observation or {}).get("object_poses", {}), obs.get("object_poses", {})
     near = {name: float(np.linalg.norm(pose[:3] - target.pose.pos)) for name, pose in then.items() if name in now}
     if config.kind != "physical" or config.follow <= 0 or target.holding or not near:
         return None
     name = min(near, key=near.get)
+    over = float(np.linalg.norm(then[name][:2] - target.pose.pos[:2])) <= config.follow_over
     moved, tilt = pose_change(then[name], now[name])
-    if near[name] > config.follow or moved <= config.follow_moved or tilt > tipped:
+    if near[name] > config.follow or not over or moved <= config.follow_moved or tilt > tipped:
         return None
     return Follow(name, now[name][:3] - then[name][:3])
 
