@@ -8,7 +8,7 @@ the objects around it, since a straight line in joint space sweeps the hand low 
 and knocks over what stands in its way (most of the tipped objects a snapshot would have saved).
 A motion that presses on something without coming closer (an object the disturbance moved into its
 path) backs off straight up and ends, unreached, rather than pushing on until its budget is spent.
-Where the target had the hand at an object that has moved since (the burst shoved the object it was
+Where the target had the hand over an object that has moved since (the burst shoved the object it was
 about to grasp), the hand goes back to where it was against the object (``Follow``), over it and down
 in straight lines: the remembered joints would put it where the object no longer is, often on it.
 ``snapshot`` restores the whole simulator state in one event: a simulation-only upper bound,
@@ -60,7 +60,7 @@ class Rollback(Protocol):
 
 @dataclass(frozen=True)
 class Follow:
-    """The object a rollback's target had the hand at, and how far it has moved since (m, world frame):
+    """The object a rollback's target had the hand over, and how far it has moved since (m, world frame):
     the hand goes back to where it was against the object, not to where the object no longer is."""
 
     name: str
