@@ -130,9 +130,11 @@ def followed(obs: Observation, target: NominalState, config: RollbackConfig, tip
     """The object a physical rollback to ``target`` from ``obs`` follows (``RollbackConfig.follow``): the one
     nearest the grip point there, if near enough and under the hand, moved since and not knocked over (past
     ``tipped``). None for a target that held something: a rollback carrying it back brings it along."""
+    if config.kind != "physical" or config.follow <= 0 or target.holding:
+        return None
     then, now = (target.observation or {}).get("object_poses", {}), obs.get("object_poses", {})
     near = {name: float(np.linalg.norm(pose[:3] - target.pose.pos)) for name, pose in then.items() if name in now}
-    if config.kind != "physical" or config.follow <= 0 or target.holding or not near:
+    if not near:
         return None
     name = min(near, key=near.get)
     over = float(np.linalg.norm(then[name][:2] - target.pose.pos[:2])) <= config.follow_over

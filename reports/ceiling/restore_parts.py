@@ -23,13 +23,14 @@ import sys
 from recovery.cli import main  # first: recovery pins the float paths before numpy and MuJoCo load (float_paths)
 import recovery.supervision.supervisor as supervisor
 from recovery.evaluation.taxonomy import DISPLACED, TIPPED
+from recovery.supervision.config import RepairConfig
 from recovery.supervision.repair import pose_change
 
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
 PARTS = ("velocity", "arm", "world", "arm+world", "world-big")
-CARRIED = 0.08  # m: an object this close to the grip of a target that held something is in the hand
+CARRIED = RepairConfig.held  # m: an object this close to the grip of a target that held something is in the hand
 
 
 def _robot_indexes(backend) -> tuple[np.ndarray, np.ndarray, int]:
